@@ -1,0 +1,128 @@
+"""Analyses as SQL over the canonical tables.
+
+Every analysis is one query over ``traces``, ``breakdown``, ``spans``, ``events`` and
+``templates`` (see :mod:`stacklens.schema`), written in the SQL subset that DuckDB and Spark SQL
+share (``percentile_cont(...) WITHIN GROUP (ORDER BY ...)``, ``CASE``, ``GROUP BY``), so the
+same text can later run on Spark over the Parquet tables.
+
+*Requests* are traces with an API access line or a client line (``http_status`` known); traces
+of background work (periodic tasks, RPC without an API request) are counted apart and never enter
+success, failure or latency figures.
+"""
+
+from __future__ import annotations
+
+__all__ = ["QUERIES"]
+
+_REQ = "http_status IS NOT NULL"
+
+QUERIES: dict[str, str] = {
+    # one row: headline counts and rates over requests
+    "summary": f"""
+        SELECT count(*) AS traces,
+               sum(CASE WHEN outcome = 'success' THEN 1 ELSE 0 END) AS success,
+               sum(CASE WHEN outcome = 'retried' THEN 1 ELSE 0 END) AS retried,
+               sum(CASE WHEN outcome = 'failed' THEN 1 ELSE 0 END) AS failed,
+               sum(CASE WHEN outcome = 'rejected' THEN 1 ELSE 0 END) AS rejected,
+               sum(CASE WHEN outcome = 'unknown' THEN 1 ELSE 0 END) AS unknown,
+               min(start_ns) AS start_ns, max(end_ns) AS end_ns
+        FROM traces WHERE {_REQ}
+    """,
+    "background": f"SELECT count(*) AS n FROM traces WHERE NOT ({_REQ})",
+    # per operation: outcomes and end-to-end percentiles (seconds)
+    "operations": f"""
+        SELECT operation, count(*) AS count,
+               sum(CASE WHEN outcome = 'success' THEN 1 ELSE 0 END) AS success,
+               sum(CASE WHEN outcome = 'retried' THEN 1 ELSE 0 END) AS retried,
+               sum(CASE WHEN outcome = 'failed' THEN 1 ELSE 0 END) AS failed,
+               sum(CASE WHEN outcome = 'rejected' THEN 1 ELSE 0 END) AS rejected,
+               sum(CASE WHEN outcome = 'unknown' THEN 1 ELSE 0 END) AS unknown,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY dur_s) AS p50_s,
+               percentile_cont(0.95) WITHIN GROUP (ORDER BY dur_s) AS p95_s,
+               percentile_cont(0.99) WITHIN GROUP (ORDER BY dur_s) AS p99_s
+        FROM traces WHERE {_REQ}
+        GROUP BY operation ORDER BY count DESC, operation
+    """,
+    # per operation and component: percentiles of the time each trace spent there (0 when the
+    # component does not appear in a trace) and the component's share of all time
+    "components": f"""
+        WITH t AS (SELECT trace_id, operation, dur_s FROM traces
+                   WHERE {_REQ} AND outcome IN ('success', 'retried')),
+             c AS (SELECT DISTINCT t.operation, b.component
+                   FROM breakdown b JOIN t ON b.trace_id = t.trace_id),
+             x AS (SELECT t.operation, c.component, t.trace_id,
+                          coalesce(b.dur_s, 0.0) AS dur_s, t.dur_s AS total_s
+                   FROM t JOIN c ON t.operation = c.operation
+                   LEFT JOIN breakdown b
+                     ON b.trace_id = t.trace_id AND b.component = c.component)
+        SELECT operation, component,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY dur_s) AS p50_s,
+               percentile_cont(0.95) WITHIN GROUP (ORDER BY dur_s) AS p95_s,
+               percentile_cont(0.99) WITHIN GROUP (ORDER BY dur_s) AS p99_s,
+               avg(dur_s) AS mean_s,
+               sum(dur_s) / nullif(sum(total_s), 0) AS share
+        FROM x GROUP BY operation, component ORDER BY operation, share DESC
+    """,
+    # outcomes per minute of request start
+    "timeline": f"""
+        SELECT CAST(floor(start_ns / 60e9) AS BIGINT) * 60 AS minute_s,
+               sum(CASE WHEN outcome = 'success' THEN 1 ELSE 0 END) AS success,
+               sum(CASE WHEN outcome = 'retried' THEN 1 ELSE 0 END) AS retried,
+               sum(CASE WHEN outcome = 'failed' THEN 1 ELSE 0 END) AS failed,
+               sum(CASE WHEN outcome = 'rejected' THEN 1 ELSE 0 END) AS rejected,
+               sum(CASE WHEN outcome = 'unknown' THEN 1 ELSE 0 END) AS unknown
+        FROM traces WHERE {_REQ} GROUP BY 1 ORDER BY 1
+    """,
+    # per host and service: records, errors, spans
+    "hosts": """
+        WITH e AS (SELECT host, service, count(*) AS events,
+                          sum(CASE WHEN level IN ('ERROR', 'CRITICAL') THEN 1 ELSE 0 END) AS errors
+                   FROM events GROUP BY host, service),
+             s AS (SELECT host, service, count(*) AS spans FROM spans GROUP BY host, service)
+        SELECT e.host, e.service, e.events, e.errors, coalesce(s.spans, 0) AS spans
+        FROM e LEFT JOIN s ON e.host = s.host AND e.service = s.service
+        ORDER BY e.host, e.events DESC
+    """,
+    # root causes: failed requests counted once, under their first error's template
+    "errors": f"""
+        SELECT coalesce(t.error_service, 'api') AS component,
+               coalesce(m.template, t.error) AS template,
+               count(*) AS failed_requests,
+               min(t.request_id) AS example_request_id
+        FROM traces t LEFT JOIN error_templates m ON m.trace_id = t.trace_id
+        WHERE t.outcome = 'failed' AND t.{_REQ}
+        GROUP BY 1, 2 ORDER BY failed_requests DESC, component, template
+    """,
+    "slowest": f"""
+        SELECT trace_id, request_id, operation, outcome, start_ns, dur_s, error, instance_uuid,
+               http_status
+        FROM traces WHERE {_REQ} ORDER BY dur_s DESC, trace_id LIMIT 25
+    """,
+    "failed": f"""
+        SELECT trace_id, request_id, operation, outcome, start_ns, dur_s, error, instance_uuid,
+               http_status
+        FROM traces WHERE {_REQ} AND outcome = 'failed' ORDER BY start_ns, trace_id LIMIT 200
+    """,
+    "phases": """
+        SELECT service, phase, count(*) AS count,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY dur_s) AS p50_s,
+               percentile_cont(0.95) WITHIN GROUP (ORDER BY dur_s) AS p95_s,
+               max(dur_s) AS max_s
+        FROM phases GROUP BY service, phase ORDER BY service, p50_s DESC
+    """,
+    "locks": """
+        SELECT lock_name, count(*) AS waits, max(lock_waited_s) AS max_waited_s,
+               sum(lock_waited_s) AS total_waited_s
+        FROM events WHERE lock_waited_s IS NOT NULL
+        GROUP BY lock_name ORDER BY total_waited_s DESC, lock_name LIMIT 20
+    """,
+    "rpc": """
+        SELECT rpc_topic AS topic, rpc_kind AS kind, count(*) AS messages
+        FROM events WHERE rpc_kind IN ('call', 'cast')
+        GROUP BY 1, 2 ORDER BY messages DESC, topic LIMIT 30
+    """,
+    "ingest_totals": """
+        SELECT kind, severity, sum("count") AS count, count(*) AS files
+        FROM ingest_stats GROUP BY kind, severity ORDER BY severity, kind
+    """,
+}

@@ -1,0 +1,45 @@
+"""The ``stacklens`` command line: one subcommand per module, data on stdout, progress and
+errors on stderr. Exit codes: 0 ok, 1 user error (one line on stderr), 2 usage, 3 SLA breach
+or regression (:data:`stacklens.errors.EXIT_CODES`)."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from stacklens import __version__
+from stacklens.cli import analyze_cmd, ingest_cmd, report_cmd, trace_cmd
+from stacklens.errors import StacklensError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="stacklens",
+    help="Where the time goes and why requests fail in an OpenStack cloud, from its logs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("analyze")(analyze_cmd.analyze)
+app.command("ingest")(ingest_cmd.ingest)
+app.command("trace")(trace_cmd.trace)
+app.command("report")(report_cmd.report)
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+) -> None:
+    if version:
+        typer.echo(__version__)
+        raise typer.Exit(0)
+
+
+def main() -> None:
+    """Entry point: run the app, turning stacklens errors into one stderr line and exit code."""
+    try:
+        app()
+    except StacklensError as e:
+        print(f"stacklens: error: {e}", file=sys.stderr)
+        sys.exit(e.exit_code)

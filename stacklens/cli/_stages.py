@@ -1,0 +1,105 @@
+"""Stage runners shared by the subcommands: each reads the previous stage's tables from the
+run folder and writes its own, so ``analyze`` is exactly ``ingest`` + ``trace`` + ``report``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from stacklens.analyze.run import analyze
+from stacklens.ingest.names import NameMap
+from stacklens.ingest.pipeline import TIMEZONE_ASSUMPTION
+from stacklens.ingest.pipeline import ingest as run_ingest
+from stacklens.report.html import render_html
+from stacklens.report.terminal import render_terminal
+from stacklens.store import RunStore
+from stacklens.trace import build_traces
+
+err = Console(stderr=True)
+
+
+def ingest_stage(
+    paths: list[str],
+    out: Path,
+    host_map: list[str],
+    service_map: list[str],
+    tz_offset_s: int,
+    workers: int | None,
+    quiet: bool = False,
+) -> RunStore:
+    """Ingest ``paths`` into the run folder ``out``; progress bar on stderr."""
+    names = NameMap(host_map, service_map)
+    with Progress(
+        TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
+        TextColumn("{task.fields[lines]:,} lines"), TimeElapsedColumn(),
+        console=err, disable=quiet or not err.is_terminal, transient=True,
+    ) as prog:
+        task = prog.add_task("ingest", total=None, lines=0)
+        seen = {"lines": 0}
+
+        def on_file(done: int, total: int, lines: int) -> None:
+            seen["lines"] += lines
+            prog.update(task, completed=done, total=total, lines=seen["lines"])
+
+        res = run_ingest(paths, names=names, tz_offset_s=tz_offset_s, workers=workers,
+                         on_file=on_file)
+    store = RunStore(out)
+    store.write({"events": res.events, "ingest_stats": res.ingest_stats,
+                 "quarantine": res.quarantine})
+    store.update_manifest(
+        inputs=res.inputs,
+        stages=["ingest"],
+        ingest={
+            "files_read": res.files_read,
+            "files_skipped": res.files_skipped,
+            "lines": res.lines,
+            "bytes": res.bytes,
+            "records": res.events.height,
+            "quarantined": res.quarantine.height,
+            "wall_s": round(res.wall_s, 3),
+            "lines_per_s": round(res.lines / res.wall_s) if res.wall_s else None,
+            "timezone_assumption": TIMEZONE_ASSUMPTION,
+            "tz_offset_s": tz_offset_s,
+        },
+    )
+    if not quiet:
+        err.print(
+            f"ingest: {res.files_read} files ({res.files_skipped} skipped), {res.lines:,} lines,"
+            f" {res.events.height:,} records, {res.quarantine.height} lines quarantined,"
+            f" {res.wall_s:.1f} s"
+        )
+    return store
+
+
+def trace_stage(store: RunStore, quiet: bool = False) -> dict[str, Any]:
+    """Build the trace tables from the store's events."""
+    tables = build_traces(store.read("events"))
+    store.write(tables)
+    m = store.manifest()
+    store.update_manifest(stages=list(dict.fromkeys([*m.get("stages", []), "trace"])))
+    if not quiet:
+        err.print(f"trace: {tables['traces'].height:,} traces, {tables['spans'].height:,} spans,"
+                  f" {tables['flows'].height:,} flows")
+    return tables
+
+
+def report_stage(store: RunStore, as_json: bool, html: bool = True) -> dict[str, Any]:
+    """Analyze, write ``report.json`` (and ``report.html``), print the summary or the JSON."""
+    report = analyze(store)
+    text = json.dumps(report, indent=2, default=str)
+    (store.path / "report.json").write_text(text)
+    if html:
+        (store.path / "report.html").write_text(render_html(report), encoding="utf-8")
+    if as_json:
+        sys.stdout.write(text + "\n")
+    else:
+        con = Console()
+        for r in render_terminal(report):
+            con.print(r)
+        err.print(f"report: {store.path / 'report.html'}")
+    return report

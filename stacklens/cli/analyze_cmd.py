@@ -1,0 +1,27 @@
+"""``stacklens analyze PATHS --out RUN``: ingest, trace and report in one go."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from stacklens.cli._stages import ingest_stage, report_stage, trace_stage
+from stacklens.cli.ingest_cmd import HOST_MAP, OUT, PATHS, SERVICE_MAP, TZ, WORKERS
+
+
+def analyze(
+    paths: list[str] = PATHS,
+    out: Path = OUT,
+    host_map: list[str] = HOST_MAP,
+    service_map: list[str] = SERVICE_MAP,
+    tz_offset: int = TZ,
+    workers: int | None = WORKERS,
+    as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout."),
+) -> None:
+    """Ingest logs, rebuild every request and report where the time went and why requests
+    failed."""
+    quiet = as_json
+    store = ingest_stage(paths, out, host_map, service_map, tz_offset, workers, quiet=quiet)
+    trace_stage(store, quiet=quiet)
+    report_stage(store, as_json)

@@ -1,0 +1,18 @@
+"""``stacklens report RUN``: analyses -> terminal summary, report.json, report.html."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from stacklens.cli._stages import report_stage
+from stacklens.store import RunStore
+
+
+def report(
+    run: Path = typer.Argument(..., help="Run folder written by stacklens trace."),
+    as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout."),
+) -> None:
+    """Analyze a traced run and write report.json and a self-contained report.html."""
+    report_stage(RunStore(run), as_json)

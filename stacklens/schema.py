@@ -1,0 +1,190 @@
+"""Canonical tables: the contract between pipeline stages.
+
+Every stage reads the previous stage's tables and writes its own; nothing else crosses a stage
+boundary. The tables live in a run folder as Parquet files (``<run>/tables/<name>.parquet``) and
+as tables of the same name in ``<run>/stacklens.duckdb`` (see :mod:`stacklens.store`).
+
+Shapes follow Perfetto's trace processor (a few shared tables, analyses as SQL over them) and
+OSProfiler's span model (``trace_id`` / ``parent_id`` / ``base_id``) so that a trace can later be
+exported to OpenTelemetry. Timestamps are ``*_ns``: integer nanoseconds since the Unix epoch,
+UTC (oslo.log writes local time without a zone; the zone assumed is recorded in ``ingest_stats``
+under kind ``timezone_assumption``). Durations are ``*_s``: float seconds.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+__all__ = [
+    "BREAKDOWN",
+    "EVENTS",
+    "FLOWS",
+    "INGEST_STATS",
+    "PHASES",
+    "QUARANTINE",
+    "SPANS",
+    "TABLES",
+    "TEMPLATES",
+    "TRACES",
+    "conform",
+    "empty",
+]
+
+#: One row per log record (a header line plus its continuation lines).
+EVENTS: dict[str, pl.DataType] = {
+    "ts_ns": pl.Int64,  # record time, ns since epoch, UTC as assumed
+    "host": pl.String,  # from folder layout, syslog prefix or --host-map
+    "service": pl.String,  # binary: nova-api, nova-compute, neutron-server, tempest, ...
+    "pid": pl.Int32,  # null where the line carries none
+    "level": pl.String,  # DEBUG INFO WARNING ERROR CRITICAL (AUDIT, TRACE in old releases)
+    "logger": pl.String,  # python logger name, e.g. nova.compute.manager
+    "request_id": pl.String,  # req-<uuid> of this service's request context
+    "global_request_id": pl.String,  # req-<uuid> of the caller (Pike on), else null
+    "user": pl.String,
+    "project": pl.String,
+    "instance_uuid": pl.String,  # from the "[instance: <uuid>]" tag
+    "message": pl.String,  # first line of the record, redacted, debug suffix removed
+    "continuation": pl.String,  # following lines (tracebacks, headers), redacted; null if none
+    "file": pl.String,  # path as given on the command line (inside .gz: the .gz path)
+    "line_no": pl.Int64,  # 1-based line of the record's first line in the (decompressed) file
+    "n_lines": pl.Int32,  # physical lines in the record
+    # facts extracted from well-known messages (null elsewhere)
+    "http_method": pl.String,  # wsgi access line or tempest rest_client line
+    "http_path": pl.String,
+    "http_status": pl.Int32,
+    "http_dur_s": pl.Float64,  # server time (wsgi "time:") or client time (tempest)
+    "took_s": pl.Float64,  # "Took 12.3 seconds to <took_what>"
+    "took_what": pl.String,
+    "rpc_kind": pl.String,  # call, cast, recv_call, recv_cast, reply_send, reply_recv
+    "rpc_id": pl.String,  # oslo.messaging msg_id (calls, replies) or unique_id (casts)
+    "rpc_topic": pl.String,  # topic of a call/cast: conductor, scheduler, compute, network, ...
+    "lock_name": pl.String,  # oslo_concurrency lock lines
+    "lock_waited_s": pl.Float64,
+    "lock_held_s": pl.Float64,
+}
+
+#: One row per (file, kind): what ingest could not place, or had to assume. Severity is
+#: ``info`` (known non-record lines, assumptions), ``error`` (damaged but kept), or ``data_loss``
+#: (bytes that could not be read at all). Perfetto's ``stats`` table is the model.
+INGEST_STATS: dict[str, pl.DataType] = {
+    "file": pl.String,
+    "kind": pl.String,
+    "severity": pl.String,
+    "count": pl.Int64,
+    "detail": pl.String,
+}
+
+#: One row per physical line that could not be placed in a record, raw text kept (redacted,
+#: cut to 4096 characters).
+QUARANTINE: dict[str, pl.DataType] = {
+    "file": pl.String,
+    "line_no": pl.Int64,
+    "reason": pl.String,  # binary, no_header_before, non_utf8, ...
+    "raw": pl.String,
+}
+
+#: One service's part of one request (OSProfiler: one trace point pair).
+SPANS: dict[str, pl.DataType] = {
+    "trace_id": pl.String,
+    "span_id": pl.String,
+    "parent_span_id": pl.String,  # null for the root span
+    "request_id": pl.String,
+    "host": pl.String,
+    "service": pl.String,
+    "pid": pl.Int32,
+    "operation": pl.String,  # "POST /v2.1/servers", "rpc compute", "client", ...
+    "start_ns": pl.Int64,
+    "end_ns": pl.Int64,
+    "end_exact": pl.Boolean,  # False: end is the last logged event, not a logged completion
+    "status": pl.String,  # ok, error, unknown
+    "error": pl.String,  # first error message of the span, null if none
+    "n_events": pl.Int64,
+}
+
+#: Causal edges between spans (Perfetto ``flow(slice_out, slice_in)``).
+FLOWS: dict[str, pl.DataType] = {
+    "trace_id": pl.String,
+    "src_span_id": pl.String,
+    "dst_span_id": pl.String,
+    "kind": pl.String,  # rpc_call, rpc_cast, http, instance
+    "rpc_id": pl.String,
+    "send_ns": pl.Int64,
+    "recv_ns": pl.Int64,  # null where the receipt was not logged
+}
+
+#: One row per reconstructed user action (all spans of one request).
+TRACES: dict[str, pl.DataType] = {
+    "trace_id": pl.String,
+    "request_id": pl.String,  # the root request id (the one the client saw)
+    "operation": pl.String,  # server.create, server.delete, GET /v2.1/servers/{id}, ...
+    "outcome": pl.String,  # success, retried, failed, rejected (HTTP 4xx), unknown
+    "http_status": pl.Int32,
+    "error": pl.String,  # first error in causal order (failed traces)
+    "error_service": pl.String,
+    "error_file": pl.String,
+    "error_line_no": pl.Int64,
+    "retries": pl.Int32,  # reschedules seen
+    "instance_uuid": pl.String,
+    "start_ns": pl.Int64,
+    "end_ns": pl.Int64,
+    "dur_s": pl.Float64,  # end-to-end: first to last event of the trace
+    "end_exact": pl.Boolean,
+    "client_dur_s": pl.Float64,  # as timed by the client (tempest), null if no client log
+    "n_spans": pl.Int32,
+    "services": pl.String,  # comma-separated, in order of first appearance
+}
+
+#: Where each trace's end-to-end time went; the rows of one trace sum to its ``dur_s``.
+BREAKDOWN: dict[str, pl.DataType] = {
+    "trace_id": pl.String,
+    "component": pl.String,  # a service, or "between components" (queues, RPC, polling)
+    "dur_s": pl.Float64,
+}
+
+#: Phases inside one service's span, from marker messages (nova-compute: claim, network,
+#: block_device, spawn, build; see :mod:`stacklens.trace.classify` for the markers).
+PHASES: dict[str, pl.DataType] = {
+    "trace_id": pl.String,
+    "service": pl.String,
+    "phase": pl.String,
+    "start_ns": pl.Int64,
+    "end_ns": pl.Int64,
+    "dur_s": pl.Float64,
+}
+
+#: Error templates mined with Drain3 over ERROR/CRITICAL records and tracebacks.
+TEMPLATES: dict[str, pl.DataType] = {
+    "template_id": pl.Int64,
+    "template": pl.String,
+    "n_events": pl.Int64,
+}
+
+TABLES: dict[str, dict[str, pl.DataType]] = {
+    "events": EVENTS,
+    "ingest_stats": INGEST_STATS,
+    "quarantine": QUARANTINE,
+    "spans": SPANS,
+    "flows": FLOWS,
+    "traces": TRACES,
+    "breakdown": BREAKDOWN,
+    "phases": PHASES,
+    "templates": TEMPLATES,
+}
+
+
+def empty(name: str) -> pl.DataFrame:
+    """Return an empty frame with the columns and dtypes of canonical table ``name``.
+
+    Raises ``KeyError`` for an unknown table name.
+    """
+    return pl.DataFrame(schema=TABLES[name])
+
+
+def conform(df: pl.DataFrame, name: str) -> pl.DataFrame:
+    """Cast and order ``df`` to table ``name``'s schema, adding missing columns as nulls."""
+    schema = TABLES[name]
+    cols = [
+        (pl.col(c).cast(t) if c in df.columns else pl.lit(None, dtype=t)).alias(c)
+        for c, t in schema.items()
+    ]
+    return df.select(cols)

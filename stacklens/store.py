@@ -1,0 +1,97 @@
+"""The run folder: canonical tables as Parquet files and in one DuckDB database.
+
+Layout of ``<run>/``::
+
+    stacklens.duckdb          every table below, for SQL (``duckdb <run>/stacklens.duckdb``)
+    tables/<name>.parquet     the same tables as Parquet, for Spark, Polars, pandas
+    manifest.json             format version, stacklens version, stages run, inputs
+    report.json, report.html  written by the report stage
+
+Each stage writes its tables through :class:`RunStore` and the next stage reads them back, so a
+stage can be replayed alone from the previous stage's output.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from stacklens.errors import StoreError
+from stacklens.schema import TABLES, conform
+
+__all__ = ["FORMAT_VERSION", "RunStore"]
+
+#: Run-folder format history: 1 (stacklens 0.1) first version.
+FORMAT_VERSION = 1
+
+
+class RunStore:
+    """Read and write the canonical tables of one run folder (created on first write)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.tables_dir = self.path / "tables"
+        self.db_path = self.path / "stacklens.duckdb"
+
+    # manifest ---------------------------------------------------------------------------
+    def manifest(self) -> dict[str, Any]:
+        """The run's manifest (empty dict for a new folder). Raises StoreError on a newer format."""
+        p = self.path / "manifest.json"
+        if not p.exists():
+            return {}
+        m = json.loads(p.read_text())
+        if m.get("format_version", 0) > FORMAT_VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer stacklens (format "
+                f"{m['format_version']} > {FORMAT_VERSION}); upgrade stacklens"
+            )
+        return m
+
+    def update_manifest(self, **fields: Any) -> None:
+        """Merge ``fields`` into ``manifest.json``."""
+        from stacklens import __version__
+
+        m = self.manifest()
+        m.update(fields, format_version=FORMAT_VERSION, stacklens_version=__version__)
+        self.path.mkdir(parents=True, exist_ok=True)
+        (self.path / "manifest.json").write_text(json.dumps(m, indent=2, default=str))
+
+    # tables -----------------------------------------------------------------------------
+    def write(self, tables: dict[str, pl.DataFrame]) -> None:
+        """Write canonical tables (conformed to :mod:`stacklens.schema`) to Parquet and DuckDB,
+        replacing tables of the same name."""
+        self.tables_dir.mkdir(parents=True, exist_ok=True)
+        with duckdb.connect(str(self.db_path)) as con:
+            for name, df in tables.items():
+                df = conform(df, name)
+                pq = self.tables_dir / f"{name}.parquet"
+                df.write_parquet(pq, compression="zstd", statistics=False)
+                con.register("_df", df.to_arrow())
+                con.execute(f'CREATE OR REPLACE TABLE "{name}" AS SELECT * FROM _df')
+                con.unregister("_df")
+
+    def has(self, name: str) -> bool:
+        """True when table ``name`` was written."""
+        return (self.tables_dir / f"{name}.parquet").exists()
+
+    def read(self, name: str) -> pl.DataFrame:
+        """Table ``name`` as a Polars frame. Raises StoreError when the stage has not run."""
+        if name not in TABLES:
+            raise KeyError(name)
+        pq = self.tables_dir / f"{name}.parquet"
+        if not pq.exists():
+            raise StoreError(
+                f"{self.path} has no '{name}' table: run the stage that makes it first "
+                f"(stacklens ingest / trace)"
+            )
+        return pl.read_parquet(pq)
+
+    def connect(self, read_only: bool = True) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection to the run's database. Raises StoreError if it does not exist."""
+        if not self.db_path.exists():
+            raise StoreError(f"{self.path} holds no stacklens.duckdb: run stacklens ingest first")
+        return duckdb.connect(str(self.db_path), read_only=read_only)

@@ -1,0 +1,80 @@
+"""Linking events into traces: which user action does each log record belong to?
+
+Keys, in order (field-notes section 3):
+
+1. ``request_id``: a service's request context. In nova, the RPC context carries it, so
+   conductor, scheduler and compute log the API's id; tempest logs it as the response's
+   ``x-compute-request-id``.
+2. ``global_request_id`` (Pike on): the caller's id beside the callee's own; a request with a
+   global id joins the global id's trace.
+3. RPC ids: oslo.messaging logs the receipt of a call/cast (``received message msg_id: X``)
+   and of a reply without any context; the sender's ``CALL msg_id: X`` / ``CAST unique_id: X``
+   line names the request, so receipts join the sender's trace.
+4. ``instance_uuid``: records tagged ``[instance: X]`` but without a request id (lifecycle
+   events, periodic tasks) join the trace that touched the instance and whose window encloses
+   the record.
+
+The trace id is the root request id (the id the client saw), so traces are stable across runs.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+__all__ = ["link_events"]
+
+_RECEIPTS = ("recv_call", "recv_cast", "reply_recv")
+
+
+def link_events(events: pl.DataFrame) -> pl.DataFrame:
+    """Return ``events`` (canonical columns) plus ``eid`` (row number, UInt32) and ``trace_id``
+    (String; null for records that belong to no request), sorted by ``ts_ns``."""
+    ev = events.with_row_index("eid")
+    # 3. receipts inherit the sender's request id
+    senders = (
+        ev.filter(pl.col("rpc_kind").is_in(["call", "cast"]) & pl.col("request_id").is_not_null())
+        .group_by("rpc_id")
+        .agg(pl.col("request_id").first().alias("_sender_req"))
+    )
+    ev = ev.join(senders, on="rpc_id", how="left").with_columns(
+        _req=pl.when(pl.col("request_id").is_null() & pl.col("rpc_kind").is_in(_RECEIPTS))
+        .then(pl.col("_sender_req"))
+        .otherwise(pl.col("request_id"))
+    )
+    # 2. global request ids
+    glob = (
+        ev.filter(pl.col("global_request_id").is_not_null() & pl.col("request_id").is_not_null())
+        .group_by("request_id")
+        .agg(pl.col("global_request_id").first().alias("_glob"))
+        .rename({"request_id": "_req"})
+    )
+    ev = ev.join(glob, on="_req", how="left").with_columns(
+        trace_id=pl.coalesce("_glob", "_req")
+    )
+    # 4. instance-tagged records without a request: the enclosing trace of that instance
+    windows = (
+        ev.filter(pl.col("trace_id").is_not_null() & pl.col("instance_uuid").is_not_null())
+        .group_by("trace_id", "instance_uuid")
+        .agg(pl.col("ts_ns").min().alias("_t0"), pl.col("ts_ns").max().alias("_t1"))
+        .sort("_t0")
+    )
+    orphans = ev.filter(pl.col("trace_id").is_null() & pl.col("instance_uuid").is_not_null())
+    if orphans.height and windows.height:
+        hit = (
+            orphans.select("eid", "instance_uuid", "ts_ns")
+            .sort("ts_ns")
+            .join_asof(
+                windows.rename({"trace_id": "_t"}),
+                left_on="ts_ns",
+                right_on="_t0",
+                by="instance_uuid",
+                strategy="backward",
+                check_sortedness=False,
+            )
+            .filter(pl.col("ts_ns") <= pl.col("_t1"))
+            .select("eid", "_t")
+        )
+        ev = ev.join(hit, on="eid", how="left").with_columns(
+            trace_id=pl.coalesce("trace_id", "_t")
+        ).drop("_t")
+    return ev.drop("_sender_req", "_req", "_glob").sort("ts_ns", "eid")
