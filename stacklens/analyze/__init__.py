@@ -1,0 +1,1 @@
+"""Analyze: analyses as SQL over the canonical tables, error templates, report assembly."""

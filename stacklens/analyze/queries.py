@@ -39,7 +39,8 @@ QUERIES: dict[str, str] = {
                sum(CASE WHEN outcome = 'unknown' THEN 1 ELSE 0 END) AS unknown,
                percentile_cont(0.50) WITHIN GROUP (ORDER BY dur_s) AS p50_s,
                percentile_cont(0.95) WITHIN GROUP (ORDER BY dur_s) AS p95_s,
-               percentile_cont(0.99) WITHIN GROUP (ORDER BY dur_s) AS p99_s
+               percentile_cont(0.99) WITHIN GROUP (ORDER BY dur_s) AS p99_s,
+               sum(dur_s) AS total_s
         FROM traces WHERE {_REQ}
         GROUP BY operation ORDER BY count DESC, operation
     """,

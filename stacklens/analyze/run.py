@@ -27,6 +27,7 @@ from stacklens.store import RunStore
 __all__ = ["REPORT_FORMAT_VERSION", "analyze", "mine_error_templates"]
 
 REPORT_FORMAT_VERSION = 1
+_BREAKDOWN_OPS = 15
 _OUTCOMES = ("success", "retried", "failed", "rejected", "unknown")
 
 
@@ -121,6 +122,13 @@ def analyze(store: RunStore, *, quarantine_sample: int = 200) -> dict[str, Any]:
             f"SELECT file, line_no, reason, raw FROM quarantine ORDER BY file, line_no "
             f"LIMIT {int(quarantine_sample)}"
         ).pl()
+    # the breakdown chart shows the operations that take the most time in all
+    heavy = sorted(res["operations"], key=lambda o: -(o["total_s"] or 0))[:_BREAKDOWN_OPS]
+    rank = {o["operation"]: i for i, o in enumerate(heavy)}
+    res["components"] = sorted(
+        (c for c in res["components"] if c["operation"] in rank),
+        key=lambda c: rank[c["operation"]],
+    )
     n = s["traces"] or 0
     start, end = s["start_ns"], s["end_ns"]
     window_s = (end - start) / 1e9 if n and end > start else 0.0

@@ -1,0 +1,1 @@
+"""Ingest: log files -> canonical events, ingest_stats and quarantine tables."""

@@ -17,7 +17,7 @@ from pathlib import PurePath
 
 from stacklens.errors import MapError
 
-__all__ = ["NameMap", "service_from_name", "host_from_path"]
+__all__ = ["NameMap", "host_from_path", "service_from_name"]
 
 # devstack screen/service short names -> binary names
 DEVSTACK_ALIASES: dict[str, str] = {

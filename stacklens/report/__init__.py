@@ -1,0 +1,1 @@
+"""Report: pure renderers of the report dict (terminal tables, self-contained HTML)."""

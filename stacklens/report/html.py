@@ -422,9 +422,8 @@ def _json_for_script(obj: Any) -> str:
 
 def _payload(r: dict) -> dict:
     comps = [c for c in _rows(r.get("components")) if isinstance(c.get("component"), str) and c.get("operation") is not None]
-    ops = [str(o["operation"]) for o in _rows(r.get("operations")) if o.get("operation") is not None]
-    ops += [str(c["operation"]) for c in comps if str(c["operation"]) not in ops]
-    ops = list(dict.fromkeys(ops))
+    # the chart shows the operations the analysis kept in ``components``, in its order
+    ops = list(dict.fromkeys(str(c["operation"]) for c in comps))
     names = list(dict.fromkeys(c["component"] for c in comps))
     known = list(COMPONENT_COLORS)
     order = sorted(names, key=lambda n: (known.index(n) if n in known else len(known), names.index(n)))

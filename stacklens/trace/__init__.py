@@ -45,6 +45,6 @@ def build_traces(events: pl.DataFrame) -> dict[str, pl.DataFrame]:
         "spans": conform(spans, "spans"),
         "flows": conform(flows, "flows"),
         "traces": conform(traces, "traces"),
-        "breakdown": conform(breakdown(tev), "breakdown"),
+        "breakdown": conform(breakdown(tev, traces), "breakdown"),
         "phases": conform(phases(tev), "phases"),
     }

@@ -9,10 +9,10 @@ Outcome (every trace gets exactly one):
 
 ``success``   completed without error;
 ``retried``   completed after at least one reschedule;
-``failed``    an ERROR/CRITICAL record or an HTTP 5xx, and no completion afterwards; ``error``
+``failed``    an HTTP 5xx, or an ERROR/CRITICAL record and no completion afterwards; ``error``
               is the *first* error in causal (time) order, so each failed request counts once;
-``rejected``  the API answered 4xx (bad request, quota, not found): the cloud refused, it did
-              not fail;
+``rejected``  the API answered 4xx (bad request, quota, not found; even when a service logged
+              the refusal at ERROR): the cloud refused, it did not fail;
 ``unknown``   an asynchronous operation (server create/delete) whose completion is not in the
               logs: never counted as a success.
 
@@ -98,8 +98,10 @@ def classify_traces(tev: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
             pl.col("message").str.contains(_RETRY).filter(real).sum().alias("retries"),
             pl.col("instance_uuid").drop_nulls().first().alias("instance_uuid"),
             pl.col("ts_ns").min().alias("start_ns"),
-            pl.col("ts_ns").max().alias("end_ns"),
+            pl.col("ts_ns").max().alias("_last_ts"),
+            pl.col("ts_ns").filter(api_line).max().alias("_api_ts"),
             pl.col("http_dur_s").filter(pl.col("logger").str.ends_with("rest_client"))
+            .drop_nulls()
             .first()
             .alias("client_dur_s"),
             pl.col("service").unique(maintain_order=True).str.join(",").alias("services"),
@@ -125,10 +127,10 @@ def classify_traces(tev: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("success"))
         .when(pl.col("http_status") >= 500)
         .then(pl.lit("failed"))
-        .when(pl.col("error").is_not_null())
-        .then(pl.lit("failed"))
         .when(pl.col("http_status").is_between(400, 499))
         .then(pl.lit("rejected"))
+        .when(pl.col("error").is_not_null())
+        .then(pl.lit("failed"))
         .when(is_async)
         .then(pl.lit("unknown"))
         .when(pl.col("http_status").is_not_null())
@@ -147,16 +149,26 @@ def classify_traces(tev: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
             # the end is a logged completion: the build/delete for async operations, else the
             # access line
             end_exact=pl.when(is_async).then(completed).otherwise(pl.col("http_status").is_not_null()),
-            dur_s=(pl.col("end_ns") - pl.col("start_ns")) / 1e9,
+            # end-to-end ends at the logged completion (records logged after it, such as a
+            # reused thread context, do not stretch the request)
+            end_ns=pl.when(is_async & completed)
+            .then(pl.col("_done_ts"))
+            .when(~is_async & pl.col("_api_ts").is_not_null())
+            .then(pl.col("_api_ts"))
+            .otherwise(pl.col("_last_ts")),
             request_id=pl.col("trace_id"),
         )
+        .with_columns(dur_s=(pl.col("end_ns") - pl.col("start_ns")) / 1e9)
         .join(nspans, on="trace_id", how="left")
-        .drop("_m", "_p", "_topic", "_err_ts", "_done_ts", "_norm")
+        .drop("_m", "_p", "_topic", "_err_ts", "_done_ts", "_norm", "_last_ts", "_api_ts")
     )
 
 
-def breakdown(tev: pl.DataFrame) -> pl.DataFrame:
-    """Event-gap attribution of each trace's time (:data:`stacklens.schema.BREAKDOWN`)."""
+def breakdown(tev: pl.DataFrame, traces: pl.DataFrame) -> pl.DataFrame:
+    """Event-gap attribution of each trace's time (:data:`stacklens.schema.BREAKDOWN`), over
+    the records between the trace's start and its end (``traces.end_ns``)."""
+    tev = tev.join(traces.select("trace_id", pl.col("end_ns").alias("_end")), on="trace_id")
+    tev = tev.filter(pl.col("ts_ns") <= pl.col("_end"))
     nxt = pl.col("ts_ns").shift(-1).over("trace_id")
     nxt_svc = pl.col("service").shift(-1).over("trace_id")
     return (

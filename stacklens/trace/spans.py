@@ -1,6 +1,8 @@
 """Spans (one service's part of one trace) and flows (causal edges between spans).
 
-A span groups the linked events of one trace in one (service, host). Its start is the earliest
+A span groups the linked events of one trace in one process (service, host, pid), cut at each
+RPC message the process receives (so a conductor answering ten calls of one build shows ten
+spans, as OSProfiler would draw them). Its start is the earliest
 of: its first record, the receipt of the first RPC message it handled, and for a wsgi access
 line or a client (tempest ``rest_client``) line, the line's time minus its logged duration. Its
 end is its last record; ``end_exact`` says whether that record marks a completion (an access
@@ -26,8 +28,13 @@ _COMPLETION = (
 
 
 def _span_id() -> pl.Expr:
+    """``<trace>:<service>@<host>/<pid>.<episode>``: an episode starts at each RPC receipt."""
     return pl.concat_str(
-        [pl.col("trace_id"), pl.lit(":"), pl.col("service"), pl.lit("@"), pl.col("host")]
+        [
+            pl.col("trace_id"), pl.lit(":"), pl.col("service"), pl.lit("@"), pl.col("host"),
+            pl.lit("/"), pl.col("pid").cast(pl.String).fill_null("-"), pl.lit("."),
+            pl.col("_episode").cast(pl.String),
+        ]
     )
 
 
@@ -35,9 +42,7 @@ def timed_events(linked: pl.DataFrame) -> pl.DataFrame:
     """Linked events of traces plus one synthetic start event per access/client line (at
     ``ts_ns - http_dur_s``), with ``span_id``. Columns: those of ``linked`` plus ``span_id``,
     ``synthetic`` (Boolean)."""
-    ev = linked.filter(pl.col("trace_id").is_not_null()).with_columns(
-        span_id=_span_id(), synthetic=pl.lit(False)
-    )
+    ev = linked.filter(pl.col("trace_id").is_not_null()).with_columns(synthetic=pl.lit(False))
     starts = ev.filter(pl.col("http_dur_s").is_not_null()).with_columns(
         ts_ns=pl.col("ts_ns") - (pl.col("http_dur_s") * 1e9).cast(pl.Int64),
         synthetic=pl.lit(True),
@@ -46,7 +51,14 @@ def timed_events(linked: pl.DataFrame) -> pl.DataFrame:
         http_dur_s=pl.lit(None, dtype=pl.Float64),
         message=pl.lit("(request start = logged time - logged duration)"),
     )
-    return pl.concat([ev, starts]).sort("trace_id", "ts_ns", "eid")
+    tev = pl.concat([ev, starts]).sort("trace_id", "ts_ns", "eid")
+    # each RPC message received starts a new span of the receiving process (OSProfiler draws
+    # one span per RPC handled); records before the first receipt form episode 0
+    receipt = pl.col("rpc_kind").is_in(["recv_call", "recv_cast"]).fill_null(False)
+    tev = tev.with_columns(
+        _episode=receipt.cast(pl.Int32).cum_sum().over("trace_id", "service", "host", "pid")
+    )
+    return tev.with_columns(span_id=_span_id()).drop("_episode")
 
 
 def build_spans(tev: pl.DataFrame, operation_of_span: pl.Expr) -> pl.DataFrame:
@@ -88,6 +100,7 @@ def build_flows(tev: pl.DataFrame, spans: pl.DataFrame) -> tuple[pl.DataFrame, p
         pl.col("span_id").alias("src_span_id"),
         pl.col("ts_ns").alias("send_ns"),
         pl.concat_str([pl.lit("rpc_"), pl.col("rpc_kind")]).alias("kind"),
+        pl.col("rpc_topic").alias("_topic"),
     )
     # the receiving span: a logged receipt, else the span that sent the reply
     recv = (
@@ -118,7 +131,13 @@ def build_flows(tev: pl.DataFrame, spans: pl.DataFrame) -> tuple[pl.DataFrame, p
     first_in = (
         flows.sort("send_ns")
         .group_by("dst_span_id", maintain_order=True)
-        .agg(pl.col("src_span_id").first().alias("parent_span_id"))
+        .agg(
+            pl.col("src_span_id").first().alias("parent_span_id"),
+            # a span that handles an RPC message is named after it: "call conductor"
+            pl.concat_str([pl.col("kind").str.replace("rpc_", ""), pl.lit(" "), pl.col("_topic")])
+            .first()
+            .alias("_handled"),
+        )
         .rename({"dst_span_id": "span_id"})
     )
     root = (
@@ -132,9 +151,12 @@ def build_flows(tev: pl.DataFrame, spans: pl.DataFrame) -> tuple[pl.DataFrame, p
         .with_columns(
             parent_span_id=pl.when(pl.col("span_id") == pl.col("_root"))
             .then(None)
-            .otherwise(pl.coalesce("parent_span_id", "_root"))
+            .otherwise(pl.coalesce("parent_span_id", "_root")),
+            operation=pl.when(pl.col("_handled").is_not_null() & (pl.col("operation") != "http"))
+            .then(pl.col("_handled"))
+            .otherwise(pl.col("operation")),
         )
-        .drop("_root")
+        .drop("_root", "_handled")
     )
     # a receipt can precede the span's first record: start the span there
     recv_start = (

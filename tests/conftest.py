@@ -1,0 +1,43 @@
+"""Shared fixtures: where the real artefacts live, and one analyzed run of the main fixture.
+
+Real logs are never copied into this repository: they are read from ``<repo>/../shared/data``
+(override with ``STACKLENS_DATA``); tests that need them skip with the reason when absent.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+DATA = Path(os.environ.get("STACKLENS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+DEVSTACK = DATA / "oslo-logs" / "devstack-gate-cinder-ci-2016"
+
+
+def need(path: Path) -> Path:
+    """Skip the calling test when the real artefact ``path`` is not on this machine."""
+    if not path.exists():
+        pytest.skip(f"real data not present: {path} (set STACKLENS_DATA to the shared/data folder)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def devstack_run(tmp_path_factory):
+    """The devstack-gate job ingested, traced and analyzed once per session: (store, report)."""
+    from stacklens.analyze.run import analyze
+    from stacklens.ingest.pipeline import ingest
+    from stacklens.store import RunStore
+    from stacklens.trace import build_traces
+
+    need(DEVSTACK)
+    store = RunStore(tmp_path_factory.mktemp("devstack-run"))
+    res = ingest([str(DEVSTACK)])
+    store.write({"events": res.events, "ingest_stats": res.ingest_stats, "quarantine": res.quarantine})
+    store.update_manifest(inputs=res.inputs, ingest={"lines": res.lines, "files_read": res.files_read,
+                                                      "files_skipped": res.files_skipped})
+    store.write(build_traces(res.events))
+    return store, analyze(store)

@@ -1,0 +1,111 @@
+"""The real entry point as a subprocess: exit codes, stderr, the run folder it leaves."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import DEVSTACK, need
+
+import stacklens
+
+BOOT = """\
+2026-01-10 10:00:00.000 100 INFO nova.osapi_compute.wsgi.server [req-11111111-1111-1111-1111-111111111111 u p] 10.0.0.1 "POST /v2.1/servers HTTP/1.1" status: 202 len: 10 time: 0.5000000
+2026-01-10 10:00:00.400 100 DEBUG oslo_messaging._drivers.amqpdriver [req-11111111-1111-1111-1111-111111111111 u p] CAST unique_id: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa exchange 'nova' topic 'conductor' _send /x/amqpdriver.py:1
+2026-01-10 10:00:00.200 100 INFO nova.api.openstack.wsgi [req-22222222-2222-2222-2222-222222222222 u p] X-Auth-Token: secret-token-value password=hunter2
+"""
+COND = """\
+2026-01-10 10:00:00.410 200 DEBUG oslo_messaging._drivers.amqpdriver [-] received message with unique_id: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa __call__ /x/amqpdriver.py:2
+2026-01-10 10:00:00.450 200 DEBUG oslo_messaging._drivers.amqpdriver [req-11111111-1111-1111-1111-111111111111 u p] CAST unique_id: bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb exchange 'nova' topic 'compute' _send /x/amqpdriver.py:3
+garbage \x00\x01 line
+"""
+CPU = """\
+2026-01-10 10:00:00.460 300 DEBUG oslo_messaging._drivers.amqpdriver [-] received message with unique_id: bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb __call__ /x/amqpdriver.py:2
+2026-01-10 10:00:03.000 300 INFO nova.compute.manager [req-11111111-1111-1111-1111-111111111111 u p] [instance: 33333333-3333-3333-3333-333333333333] Took 2.54 seconds to build instance.
+"""
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from stacklens.cli import main; main()", *args],
+        capture_output=True, text=True, timeout=300, cwd=cwd,
+    )
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> Path:
+    d = tmp_path / "logs" / "ctl1" / "var" / "log" / "nova"
+    d.mkdir(parents=True)
+    (d / "nova-api.log").write_text(BOOT)
+    (d / "nova-conductor.log").write_bytes(COND.encode().replace(b"\\x00\\x01", b"\x00\x01"))
+    (d / "nova-compute.log").write_text(CPU)
+    return tmp_path / "logs"
+
+
+def test_version_and_help():
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == stacklens.__version__
+    for cmd in ("analyze", "ingest", "trace", "report"):
+        r = run(cmd, "--help")
+        assert r.returncode == 0, r.stderr
+        assert "Usage" in r.stdout
+
+
+def test_missing_path_is_a_user_error(tmp_path: Path):
+    r = run("analyze", str(tmp_path / "nope"), "--out", str(tmp_path / "run"))
+    assert r.returncode == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("stacklens: error: no such file")
+
+
+def test_no_logs_is_a_user_error(tmp_path: Path):
+    (tmp_path / "notes.txt").write_text("hello\nworld\n")
+    r = run("ingest", str(tmp_path), "--out", str(tmp_path / "run"))
+    assert r.returncode == 1 and "no OpenStack log records" in r.stderr
+
+
+def test_bad_option_is_usage(tmp_path: Path):
+    assert run("analyze", "--no-such-flag").returncode == 2
+
+
+def test_report_before_trace_is_a_user_error(tmp_path: Path):
+    r = run("report", str(tmp_path / "empty"))
+    assert r.returncode == 1 and "run the stage" in r.stderr
+
+
+def test_stages_replay_alone_and_match_analyze(logs: Path, tmp_path: Path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    r = run("analyze", str(logs), "--out", str(a), "--json")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert run("ingest", str(logs), "--out", str(b)).returncode == 0
+    assert run("trace", str(b)).returncode == 0
+    r2 = run("report", str(b), "--json")
+    assert r2.returncode == 0, r2.stderr
+    rep2 = json.loads(r2.stdout)
+    assert rep["summary"] == rep2["summary"]
+    assert rep["summary"]["by_outcome"]["success"] == 1
+    op = rep["operations"][0]
+    assert op["operation"] == "server.create" and op["count"] == 1
+    # the boot spans api -> conductor -> compute, linked through the RPC receipts
+    wf = rep["waterfalls"]["req-11111111-1111-1111-1111-111111111111"]
+    assert [s["service"] for s in wf] == ["nova-api", "nova-conductor", "nova-compute"]
+    assert rep["ingest"]["quarantined"] == 1
+    assert (a / "report.html").stat().st_size > 100_000
+    assert (a / "stacklens.duckdb").exists() and (a / "tables" / "events.parquet").exists()
+    # secrets never reach the store
+    for f in (a / "tables").glob("*.parquet"):
+        text = pl.read_parquet(f).write_csv()
+        assert "hunter2" not in text and "secret-token-value" not in text, f.name
+
+
+def test_analyze_real_devstack_job(tmp_path: Path):
+    need(DEVSTACK)
+    r = run("analyze", str(DEVSTACK), "--out", str(tmp_path / "run"))
+    assert r.returncode == 0, r.stderr
+    assert "server.create" in r.stdout or "Operations" in r.stdout
+    assert (tmp_path / "run" / "report.html").exists()
