@@ -64,23 +64,31 @@ QUERIES: dict[str, str] = {
                sum(dur_s) / nullif(sum(total_s), 0) AS share
         FROM x GROUP BY operation, component ORDER BY operation, share DESC
     """,
-    # outcomes per minute of request start
+    # outcomes and end-to-end percentiles per minute of request start
     "timeline": f"""
         SELECT CAST(floor(start_ns / 60e9) AS BIGINT) * 60 AS minute_s,
                sum(CASE WHEN outcome = 'success' THEN 1 ELSE 0 END) AS success,
                sum(CASE WHEN outcome = 'retried' THEN 1 ELSE 0 END) AS retried,
                sum(CASE WHEN outcome = 'failed' THEN 1 ELSE 0 END) AS failed,
                sum(CASE WHEN outcome = 'rejected' THEN 1 ELSE 0 END) AS rejected,
-               sum(CASE WHEN outcome = 'unknown' THEN 1 ELSE 0 END) AS unknown
+               sum(CASE WHEN outcome = 'unknown' THEN 1 ELSE 0 END) AS unknown,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY dur_s) AS p50_s,
+               percentile_cont(0.95) WITHIN GROUP (ORDER BY dur_s) AS p95_s
         FROM traces WHERE {_REQ} GROUP BY 1 ORDER BY 1
     """,
-    # per host and service: records, errors, spans
+    # per host and service: records, errors, spans and span-duration percentiles (seconds)
     "hosts": """
         WITH e AS (SELECT host, service, count(*) AS events,
                           sum(CASE WHEN level IN ('ERROR', 'CRITICAL') THEN 1 ELSE 0 END) AS errors
                    FROM events GROUP BY host, service),
-             s AS (SELECT host, service, count(*) AS spans FROM spans GROUP BY host, service)
-        SELECT e.host, e.service, e.events, e.errors, coalesce(s.spans, 0) AS spans
+             s AS (SELECT host, service, count(*) AS spans,
+                          percentile_cont(0.50) WITHIN GROUP (ORDER BY (end_ns - start_ns) / 1e9)
+                            AS span_p50_s,
+                          percentile_cont(0.95) WITHIN GROUP (ORDER BY (end_ns - start_ns) / 1e9)
+                            AS span_p95_s
+                   FROM spans GROUP BY host, service)
+        SELECT e.host, e.service, e.events, e.errors, coalesce(s.spans, 0) AS spans,
+               s.span_p50_s, s.span_p95_s
         FROM e LEFT JOIN s ON e.host = s.host AND e.service = s.service
         ORDER BY e.host, e.events DESC
     """,

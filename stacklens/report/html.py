@@ -461,7 +461,8 @@ def render_html(report: dict) -> str:
              _int(e.get("failed_requests")), f"<td class='mono'>{_text(e.get('example_request_id'))}</td>"]
             for e in _rows(r.get("errors"))]
     hosts = [[f"<td class='mono'>{_text(h.get('host'))}</td>", _text(h.get("service")),
-              *(_int(h.get(k)) for k in ("events", "errors", "spans"))] for h in _rows(r.get("hosts"))]
+              *(_int(h.get(k)) for k in ("events", "errors", "spans")),
+              *(_secs(h.get(k)) for k in ("span_p50_s", "span_p95_s"))] for h in _rows(r.get("hosts"))]
     buttons = ('<span class="btns" id="stat-buttons"><button type="button" class="on" data-stat="p50">p50</button>'
                '<button type="button" data-stat="p95">p95</button></span>')
     has_wf = data["initial"] is not None
@@ -484,7 +485,7 @@ def render_html(report: dict) -> str:
         _section("slowest", "Slowest traces", _trace_table("slowest-table", _rows(r.get("slowest")), "no traces")),
         _section("errors", "Errors behind failed requests", _table(
             "errors-table", ["component", "error template", "#failed requests", "example request id"], errs, "no errors")),
-        _section("hosts", "Hosts", _table("hosts-table", ["host", "service", "#events", "#errors", "#spans"], hosts, "no hosts")),
+        _section("hosts", "Hosts", _table("hosts-table", ["host", "service", "#events", "#errors", "#spans", "#span p50 s", "#span p95 s"], hosts, "no hosts")),
         _ingest(r),
     ])
     plotly_js = get_plotlyjs()
