@@ -24,9 +24,11 @@ What it measures
    * ``python_api`` (only with ``--also-python-api``): ``stacklens.ingest.pipeline.ingest()`` in
      a fresh interpreter, nothing written, for a breakdown (import time and ingest time apart).
 
-   Each runs ``--repeat`` times (default 3); wall times are medians, peak RSS is the maximum.
-   The corpus was just written (or is read by grep first), so every run reads from the page
-   cache: this measures CPU cost, not disk speed.
+   Each runs ``--repeat`` times (default 3); wall and CPU times (``cpu_s``, user + sys of the
+   child from ``os.wait4``) are medians, peak RSS is the maximum. The corpus was just written
+   (or is read by grep first), so every run reads from the page cache: this measures CPU cost,
+   not disk speed. ``machine.loadavg_1m`` (before, after) shows whether other processes were
+   competing for the CPUs; on a busy machine ``cpu_s`` is steadier than ``wall_s``.
 
 Why the ratio to grep
 ---------------------
@@ -175,8 +177,8 @@ def run_measured(
     env: dict[str, str] | None = None,
     timeout_s: float,
     stderr_path: Path | None = None,
-) -> tuple[float, float, int, bytes]:
-    """Run ``cmd``; return (wall seconds, peak RSS MiB of the child, exit code, stdout)."""
+) -> tuple[float, float, float, int, bytes]:
+    """Run ``cmd``; return (wall s, peak RSS MiB, CPU s (user + sys), exit code, stdout)."""
     err = stderr_path.open("wb") if stderr_path else subprocess.DEVNULL
     try:
         t0 = time.perf_counter()
@@ -194,7 +196,8 @@ def run_measured(
         if stderr_path:
             err.close()
     p.returncode = code = os.waitstatus_to_exitcode(status)
-    return wall, ru.ru_maxrss / 1024.0, code, out  # ru_maxrss is KiB on Linux
+    cpu = ru.ru_utime + ru.ru_stime
+    return wall, ru.ru_maxrss / 1024.0, cpu, code, out  # ru_maxrss is KiB on Linux
 
 
 def _chunks(files: list[Path]) -> list[list[str]]:
@@ -209,21 +212,22 @@ def _chunks(files: list[Path]) -> list[list[str]]:
     return out
 
 
-def run_grep(files: list[Path], timeout_s: float) -> tuple[float, float, int]:
-    """``grep -c ''`` over ``files``: (wall s, peak RSS MiB, total lines)."""
+def run_grep(files: list[Path], timeout_s: float) -> dict:
+    """``grep -c ''`` over ``files``: wall s, CPU s, peak RSS MiB and total lines."""
     env = {**os.environ, "LC_ALL": "C"}
-    wall = rss = 0.0
+    wall = rss = cpu = 0.0
     lines = 0
     for chunk in _chunks(files):
-        w, r, code, out = run_measured(
+        w, r, c, code, out = run_measured(
             ["grep", "-a", "-c", "-h", "", "--", *chunk], env=env, timeout_s=timeout_s
         )
         if code not in (0, 1):  # 1: some file had no lines
             raise SystemExit(f"ingest_bench: grep failed with exit code {code}")
         wall += w
+        cpu += c
         rss = max(rss, r)
         lines += sum(int(x) for x in out.split())
-    return wall, rss, lines
+    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mib": rss, "lines": lines}
 
 
 def stacklens_cmd() -> list[str]:
@@ -238,7 +242,7 @@ def stacklens_cmd() -> list[str]:
 
 def run_stacklens(corpus: Path, out: Path, timeout_s: float) -> dict:
     errf = out.parent / f"{out.name}.stderr"
-    wall, rss, code, _ = run_measured(
+    wall, rss, cpu, code, _ = run_measured(
         [*stacklens_cmd(), "ingest", str(corpus), "--out", str(out)],
         timeout_s=timeout_s,
         stderr_path=errf,
@@ -249,6 +253,7 @@ def run_stacklens(corpus: Path, out: Path, timeout_s: float) -> dict:
     m = json.loads((out / "manifest.json").read_text()).get("ingest", {})
     return {
         "wall_s": wall,
+        "cpu_s": cpu,
         "peak_rss_mib": rss,
         "records": m.get("records"),
         "lines": m.get("lines"),
@@ -268,12 +273,12 @@ print(json.dumps({"import_s": t1 - t0, "ingest_s": r.wall_s, "lines": r.lines,
 
 
 def run_python_api(corpus: Path, timeout_s: float) -> dict:
-    wall, rss, code, out = run_measured(
+    wall, rss, cpu, code, out = run_measured(
         [sys.executable, "-c", _API_SCRIPT, str(corpus)], timeout_s=timeout_s
     )
     if code != 0:
         raise SystemExit(f"ingest_bench: the python-api run exited {code}")
-    return {"wall_s": wall, "peak_rss_mib": rss, **json.loads(out)}
+    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mib": rss, **json.loads(out)}
 
 
 # main ----------------------------------------------------------------------------------------
@@ -331,20 +336,22 @@ def main(argv: list[str] | None = None) -> int:
         if lines < a.lines:
             log(f"warning: the reused corpus has fewer lines than --lines ({a.lines:,})")
 
-        grep_w: list[float] = []
+        load_before = os.getloadavg()[0]
+        gr: list[dict] = []
         sl: list[dict] = []
         api: list[dict] = []
         for i in range(a.repeat):
-            w, _, glines = run_grep(files, a.timeout)
-            grep_w.append(w)
-            log(f"run {i + 1}/{a.repeat} grep: {w:.2f} s ({glines:,} lines)")
-            if glines != lines:
-                log(f"warning: grep counted {glines:,} lines, the corpus count is {lines:,}")
+            g = run_grep(files, a.timeout)
+            gr.append(g)
+            log(f"run {i + 1}/{a.repeat} grep: {g['wall_s']:.2f} s ({g['lines']:,} lines)")
+            if g["lines"] != lines:
+                log(f"warning: grep counted {g['lines']:,} lines, the corpus count is {lines:,}")
             out = work / f"run-{i}"
             r = run_stacklens(corpus, out, a.timeout)
             sl.append(r)
             log(
-                f"run {i + 1}/{a.repeat} stacklens ingest: {r['wall_s']:.2f} s, "
+                f"run {i + 1}/{a.repeat} stacklens ingest: {r['wall_s']:.2f} s "
+                f"({r['cpu_s']:.1f} CPU s), "
                 f"{r['peak_rss_mib']:,.0f} MiB peak, {r['records']:,} records"
             )
             if r["lines"] != lines:
@@ -359,8 +366,9 @@ def main(argv: list[str] | None = None) -> int:
                     f"(import {p['import_s']:.2f} s, ingest {p['ingest_s']:.2f} s)"
                 )
 
-        gw = statistics.median(grep_w)
-        sw = statistics.median(r["wall_s"] for r in sl)
+        med = statistics.median
+        gw = med(g["wall_s"] for g in gr)
+        sw = med(r["wall_s"] for r in sl)
         grep_lps = lines / gw if gw else float("inf")
         sl_lps = lines / sw if sw else float("inf")
         result: dict = {
@@ -371,14 +379,16 @@ def main(argv: list[str] | None = None) -> int:
             "grep": {
                 "wall_s": round(gw, 3),
                 "lines_per_s": round(grep_lps),
-                "runs_wall_s": [round(x, 3) for x in grep_w],
+                "cpu_s": round(med(g["cpu_s"] for g in gr), 3),
+                "runs_wall_s": [round(g["wall_s"], 3) for g in gr],
             },
             "stacklens": {
                 "wall_s": round(sw, 3),
                 "lines_per_s": round(sl_lps),
                 "peak_rss_mib": round(max(r["peak_rss_mib"] for r in sl), 1),
                 "records": sl[-1]["records"],
-                "ingest_wall_s": round(statistics.median(r["ingest_wall_s"] or 0.0 for r in sl), 3),
+                "cpu_s": round(med(r["cpu_s"] for r in sl), 2),
+                "ingest_wall_s": round(med(r["ingest_wall_s"] or 0.0 for r in sl), 3),
                 "runs_wall_s": [round(r["wall_s"], 3) for r in sl],
             },
             "ratio_to_grep": round(sl_lps / grep_lps, 4),
@@ -388,15 +398,18 @@ def main(argv: list[str] | None = None) -> int:
                 "cpus": os.cpu_count(),
                 "python": platform.python_version(),
                 "platform": platform.platform(),
+                # other processes compete for the CPUs when this is near or above cpus
+                "loadavg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             },
         }
         if api:
-            aw = statistics.median(p["wall_s"] for p in api)
+            aw = med(p["wall_s"] for p in api)
             result["python_api"] = {
                 "wall_s": round(aw, 3),
                 "lines_per_s": round(lines / aw) if aw else None,
-                "import_s": round(statistics.median(p["import_s"] for p in api), 3),
-                "ingest_s": round(statistics.median(p["ingest_s"] for p in api), 3),
+                "cpu_s": round(med(p["cpu_s"] for p in api), 2),
+                "import_s": round(med(p["import_s"] for p in api), 3),
+                "ingest_s": round(med(p["ingest_s"] for p in api), 3),
                 "peak_rss_mib": round(max(p["peak_rss_mib"] for p in api), 1),
                 "records": api[-1]["records"],
             }

@@ -2,7 +2,7 @@
 
 Layout of ``<run>/``::
 
-    stacklens.duckdb          every table below, for SQL (``duckdb <run>/stacklens.duckdb``)
+    stacklens.duckdb          a view per table below, for SQL (``duckdb <run>/stacklens.duckdb``)
     tables/<name>.parquet     the same tables as Parquet, for Spark, Polars, pandas
     manifest.json             format version, stacklens version, stages run, inputs
     report.json, report.html  written by the report stage
@@ -23,7 +23,11 @@ import polars as pl
 from stacklens.errors import StoreError
 from stacklens.schema import TABLES, conform
 
-__all__ = ["FORMAT_VERSION", "RunStore"]
+__all__ = ["FORMAT_VERSION", "PARQUET_COMPRESSION", "RunStore"]
+
+#: Parquet codec: zstd wrote as fast as lz4 and snappy here (0.7 s for 0.8 M events) at half
+#: their size.
+PARQUET_COMPRESSION = "zstd"
 
 #: Run-folder format history: 1 (stacklens 0.1) first version.
 FORMAT_VERSION = 1
@@ -62,17 +66,21 @@ class RunStore:
 
     # tables -----------------------------------------------------------------------------
     def write(self, tables: dict[str, pl.DataFrame]) -> None:
-        """Write canonical tables (conformed to :mod:`stacklens.schema`) to Parquet and DuckDB,
-        replacing tables of the same name."""
+        """Write canonical tables (conformed to :mod:`stacklens.schema`) as Parquet and register
+        each as a view in the run's DuckDB database, replacing tables of the same name."""
         self.tables_dir.mkdir(parents=True, exist_ok=True)
-        with duckdb.connect(str(self.db_path)) as con:
-            for name, df in tables.items():
-                df = conform(df, name)
-                pq = self.tables_dir / f"{name}.parquet"
-                df.write_parquet(pq, compression="zstd", statistics=False)
-                con.register("_df", df.to_arrow())
-                con.execute(f'CREATE OR REPLACE TABLE "{name}" AS SELECT * FROM _df')
-                con.unregister("_df")
+        for name, df in tables.items():
+            conform(df, name).write_parquet(
+                self.tables_dir / f"{name}.parquet", compression=PARQUET_COMPRESSION
+            )
+        self.connect(read_only=False).close()
+
+    def _register(self, con: duckdb.DuckDBPyConnection) -> None:
+        for pq in sorted(self.tables_dir.glob("*.parquet")):
+            path = str(pq.resolve()).replace("'", "''")
+            con.execute(
+                f'CREATE OR REPLACE VIEW "{pq.stem}" AS SELECT * FROM read_parquet(\'{path}\')'
+            )
 
     def has(self, name: str) -> bool:
         """True when table ``name`` was written."""
@@ -91,7 +99,10 @@ class RunStore:
         return pl.read_parquet(pq)
 
     def connect(self, read_only: bool = True) -> duckdb.DuckDBPyConnection:
-        """A DuckDB connection to the run's database. Raises StoreError if it does not exist."""
-        if not self.db_path.exists():
-            raise StoreError(f"{self.path} holds no stacklens.duckdb: run stacklens ingest first")
+        """A DuckDB connection to the run's database, its views pointed at this folder's Parquet
+        files (so a run folder can be moved or copied). Raises StoreError before ingest."""
+        if not self.tables_dir.exists():
+            raise StoreError(f"{self.path} holds no tables: run stacklens ingest first")
+        with duckdb.connect(str(self.db_path)) as con:
+            self._register(con)
         return duckdb.connect(str(self.db_path), read_only=read_only)

@@ -119,14 +119,14 @@ def _timestamp(fmt: LineFormat, year: int) -> pl.Expr:
     )
 
 
-def _context(ctx: pl.Expr) -> dict[str, pl.Expr]:
-    """Fields of the oslo request context in all its eras: ``req-X user tenant`` (Havana to
-    Liberty), ``req-X user project domain user_domain project_domain`` (Mitaka on), ``None req-X
-    ...`` and ``req-G req-X ...`` (global request id first, Pike on). ``-``/``None`` are null."""
-    tok = ctx.str.split(" ")
-    t = [tok.list.get(i, null_on_oob=True) for i in range(4)]
-    two = t[1].str.starts_with("req-") & (t[0].str.starts_with("req-") | (t[0] == "None"))
-    one = t[0].str.starts_with("req-") & ~two
+def _context() -> dict[str, pl.Expr]:
+    """Fields of the oslo request context in all its eras, from the context split on spaces
+    (columns ``_c_field_0`` .. ``_c_field_3``): ``req-X user tenant`` (Havana to Liberty),
+    ``req-X user project domain user_domain project_domain`` (Mitaka on), ``None req-X ...`` and
+    ``req-G req-X ...`` (global request id first, Pike on). ``-``/``None`` become null."""
+    t = [pl.col(f"_c_field_{i}") for i in range(4)]
+    two = (t[1].str.starts_with("req-") & (t[0].str.starts_with("req-") | (t[0] == "None"))).fill_null(False)
+    one = t[0].str.starts_with("req-").fill_null(False) & ~two
 
     def _field(v: pl.Expr) -> pl.Expr:
         return pl.when(v.is_in(["-", "None", ""])).then(None).otherwise(v)
@@ -218,21 +218,32 @@ def tokenize(
             pl.len().alias("n_cont"),
         )
     )
-    heads = df.filter(pl.col("is_header")).select("rec", "line_no", "lossy", raw.str.slice(0, MAX_LINE_CHARS))
     pre = _prefix(fmt, pl.col("raw"))
-    heads = heads.with_columns(**pre)
     core = pl.col("core")
-    f = core.str.slice(0, 512).str.split_exact(" ", 5)
-    has_pid = f.struct[2].str.contains(r"^\d+$")
-    heads = heads.with_columns(
-        ts_text=f.struct[0] + " " + f.struct[1],
-        pid=pl.when(has_pid).then(f.struct[2]),
-        level=pl.when(has_pid).then(f.struct[3]).otherwise(f.struct[2]),
-        logger=pl.when(has_pid).then(f.struct[4]).otherwise(f.struct[3]),
-        ctx=core.str.extract(_X_CTX, 1),
-        message=core.str.replace(_CORE_HEAD, ""),
+    # one lazy plan: Polars evaluates independent columns in parallel and shares sub-expressions
+    heads_lf = (
+        df.lazy()
+        .filter(pl.col("is_header"))
+        .select("rec", "line_no", raw.str.slice(0, MAX_LINE_CHARS))
+        .with_columns(**pre)
+        .with_columns(
+            _f=core.str.slice(0, 512).str.split_exact(" ", 5),
+            ctx=core.str.extract(_X_CTX, 1),
+            message=core.str.replace(_CORE_HEAD, ""),
+        )
+        .unnest("_f", separator="_")
+        .with_columns(_has_pid=pl.col("_f_field_2").str.contains(r"^\d+$"))
+        .with_columns(
+            ts_text=pl.col("_f_field_0") + " " + pl.col("_f_field_1"),
+            pid=pl.when("_has_pid").then(pl.col("_f_field_2")),
+            level=pl.when("_has_pid").then(pl.col("_f_field_3")).otherwise(pl.col("_f_field_2")),
+            logger=pl.when("_has_pid").then(pl.col("_f_field_4")).otherwise(pl.col("_f_field_3")),
+            _c=pl.col("ctx").str.split_exact(" ", 4),
+        )
+        .unnest("_c", separator="_")
+        .with_columns(**_context(), ts_ns=_timestamp(fmt, year))
     )
-    heads = heads.with_columns(**_context(pl.col("ctx")), ts_ns=_timestamp(fmt, year))
+    heads = heads_lf.collect()
     bad_ts = heads.filter(pl.col("ts_ns").is_null())
     if bad_ts.height:
         stats.append(("bad_timestamp", "error", bad_ts.height, "header with unparseable time"))
