@@ -159,12 +159,6 @@ def test_journald_without_inner_timestamp(tmp_path):
     assert (b["service"], b["pid"], b["global_request_id"]) == ("nova-scheduler", 99, G)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="uwsgi services under devstack's systemd log as 'devstack@n-api.service[pid]:'; the "
-    "syslog header's program pattern [\\w.\\-]+ rejects '@', so such lines are not headers, and "
-    "service_from_name does not map 'devstack@n-api.service' to nova-api",
-)
 def test_journald_devstack_unit_program_names(tmp_path):
     text = (
         "Apr 04 20:48:22 train nova-compute[1]: INFO nova.compute.manager [-] first\n"
@@ -393,12 +387,6 @@ def test_tempest_client_line(tmp_path):
     assert b["http_method"] is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="facts._CLIENT requires the trailing duration, but tempest of 2016 logs token "
-    "requests without one ('Request (main): 200 POST http://127.0.0.1:5000/v2.0/tokens'): 246 "
-    "of 2,925 client lines of the devstack-gate fixture get no http_method/status/path",
-)
 def test_tempest_client_line_without_duration(tmp_path):
     (a,) = _facts(tmp_path, "tempest.lib.common.rest_client", [
         "Request (main): 200 POST http://127.0.0.1:5000/v2.0/tokens",

@@ -23,7 +23,7 @@ __all__ = ["add_facts"]
 
 _M = r"(GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS)"
 _WSGI = r"\"" + _M + r" (\S+) HTTP/\d\.\d\"(?: status:)? (\d{3}) (?:len: )?\d+(?: time:)? (\d+\.\d+)"
-_CLIENT = r"^Request \([^)]*\): (\d{3}) " + _M + r" (\S+) (\d+\.\d+)s"
+_CLIENT = r"^Request \([^)]*\): (\d{3}) " + _M + r" (\S+)(?: (\d+\.\d+)s)?"
 _TOOK = r"Took (\d+(?:\.\d+)?) seconds to ([^.]*)"
 _RPC = (
     r"(CALL msg_id|CAST unique_id|received message msg_id|received message with unique_id"

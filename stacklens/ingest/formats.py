@@ -72,7 +72,7 @@ FORMATS: tuple[LineFormat, ...] = (
     LineFormat(
         "syslog",
         r"^(?P<sysdate>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)?) (?P<host>[\w.\-]+) "
-        r"(?P<prog>[\w.\-]+)(?:\[(?P<spid>\d+)\])?: (?:" + _DATE + " )?" + _TAIL,
+        r"(?P<prog>[\w.@\-]+)(?:\[(?P<spid>\d+)\])?: (?:" + _DATE + " )?" + _TAIL,
         per_line_service=True,
         per_line_host=True,
     ),

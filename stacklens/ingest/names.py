@@ -89,6 +89,8 @@ def service_from_name(path_or_prog: str) -> str:
     base = _strip_suffixes(p.name)
     if base.startswith("screen-"):
         base = base[len("screen-") :]
+    # devstack under systemd: "devstack@n-api.service"
+    base = base.removeprefix("devstack@").removesuffix(".service")
     base = _UUID_TAIL.sub("", base)
     if base in DEVSTACK_ALIASES:
         return DEVSTACK_ALIASES[base]

@@ -27,8 +27,8 @@ from stacklens.schema import conform, empty
 
 __all__ = ["IngestResult", "ingest"]
 
-_SAMPLE_BYTES = 65_536
 _SAMPLE_LINES = 400
+_SAMPLE_LINE_CHARS = 4_096
 TIMEZONE_ASSUMPTION = "UTC (oslo.log timestamps carry no zone; pass --tz-offset to shift)"
 
 
@@ -57,12 +57,24 @@ class _FileOut:
     read: bool
 
 
+def _sample_lines(data: bytes) -> list[str]:
+    """The first lines of ``data`` for format detection, each cut to a few KiB (a 1 MB first
+    line must not hide the records after it)."""
+    out, pos = [], 0
+    while len(out) < _SAMPLE_LINES and pos < len(data):
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        out.append(data[pos : min(end, pos + _SAMPLE_LINE_CHARS)].decode("utf-8", "replace"))
+        pos = end + 1
+    return out
+
+
 def _one_file(src: SourceFile, names: NameMap, tz_offset_s: int, merged_seen: bool) -> _FileOut:
     path = str(src.path)
     rr = read_bytes(src.path)
     stats = [(path, k, sev, c, d) for k, sev, c, d in rr.problems]
     data = rr.data
-    sample = data[:_SAMPLE_BYTES].decode("utf-8", "replace").splitlines()[:_SAMPLE_LINES]
+    sample = _sample_lines(data)
     fmt = detect_format(sample)
     nlines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
     if fmt is None:

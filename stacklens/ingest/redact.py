@@ -18,11 +18,21 @@ _KEYS = (
     r"(?i)((?:x-auth-token|x-subject-token|x-service-token|password|passwd|admin_pass(?:word)?"
     r"|secret|auth_token|token_id|\btoken)['\"]?\s*[:=]\s*['\"]?)([^'\"\s,;&}{)<>*][^'\"\s,;&})]*)"
 )
+_KEY_NAMES = (
+    r"x-auth-token|x-subject-token|x-service-token|password|passwd|admin_pass(?:word)?|secret"
+    r"|auth_token|token_id|\btoken"
+)
 _PATTERNS = (
+    # quoted values first: a password may hold any character but its own quote
+    (r'(?i)((?:' + _KEY_NAMES + r')"\s*:\s*")[^"]+', "${1}" + REDACTED),
+    (r"(?i)((?:" + _KEY_NAMES + r")'\s*:\s*')[^']+", "${1}" + REDACTED),
     (_KEYS, "${1}" + REDACTED),
+    # keystone v2 token bodies: "token": {"issued_at": ..., "id": "<token>"}
+    (r'("token":\s*\{[^{}]*?"id":\s*")[^"]+', "${1}" + REDACTED),
     (r"gAAAAA[A-Za-z0-9_\-=]{20,}", REDACTED),
     (r"\bMII[A-Za-z0-9+/=\-]{60,}", REDACTED),
-    (r"(://[^\s:/@]+:)[^\s@/]+@", "${1}" + REDACTED + "@"),
+    # every credential of a multi-host URL: rabbit://u:p@h1:5672,u:p@h2:5672/
+    (r"((?:://|,)[^\s:/@,]+:)[^\s@/,]+@", "${1}" + REDACTED + "@"),
 )
 _CHEAP = r"(?i)token|pass|secret|gAAAAA|MII|://"
 

@@ -58,6 +58,17 @@ def find_files(paths: list[str | os.PathLike]) -> Iterator[SourceFile]:
                     yield SourceFile(f, p, False)
 
 
+def _salvage(d: zlib._Decompress, piece: bytes) -> bytes:
+    """Feed ``piece`` to ``d`` in small slices and return what came out before the damage."""
+    out = []
+    for i in range(0, len(piece), 256):
+        try:
+            out.append(d.decompress(piece[i : i + 256]))
+        except zlib.error:
+            break
+    return b"".join(out)
+
+
 def _gunzip(raw: bytes) -> ReadResult:
     """Decompress every gzip member of ``raw``; keep what precedes damage (RFC 1952)."""
     out: list[bytes] = []
@@ -67,12 +78,17 @@ def _gunzip(raw: bytes) -> ReadResult:
         d = zlib.decompressobj(16 + zlib.MAX_WBITS)
         try:
             for i in range(0, len(data), _CHUNK):
-                out.append(d.decompress(data[i : i + _CHUNK]))
+                saved = d.copy()
+                piece = data[i : i + _CHUNK]
+                try:
+                    out.append(d.decompress(piece))
+                except zlib.error:
+                    out.append(_salvage(saved, piece))
+                    raise
                 if d.eof:
                     break
             out.append(d.flush())
         except zlib.error as e:
-            out.append(d.flush() if not d.eof else b"")
             problems.append(("corrupt_gzip", "data_loss", 1, f"stopped at damage: {e}"))
             break
         if not d.eof:

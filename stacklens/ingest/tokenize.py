@@ -63,8 +63,10 @@ def split_lines(data: bytes) -> pl.Series:
     the unit-separator byte 0x1F it needs as field separator is replaced by ``?`` beforehand."""
     if not data:
         return pl.Series("raw", [], dtype=pl.String)
+    # a leading newline keeps the CSV reader from sniffing a compression signature ("x^",
+    # zstd magic) in the first bytes of a plain log; its empty row is dropped below
     df = pl.read_csv(
-        io.BytesIO(data.replace(b"\x1f", b"?")),
+        io.BytesIO(b"\n" + data.replace(b"\x1f", b"?")),
         has_header=False,
         separator="\x1f",
         quote_char=None,
@@ -73,7 +75,7 @@ def split_lines(data: bytes) -> pl.Series:
         encoding="utf8-lossy",
         truncate_ragged_lines=True,
     )
-    return df.get_column("raw")
+    return df.get_column("raw").slice(1)
 
 
 def _prefix(fmt: LineFormat, raw: pl.Expr) -> dict[str, pl.Expr]:
@@ -87,7 +89,7 @@ def _prefix(fmt: LineFormat, raw: pl.Expr) -> dict[str, pl.Expr]:
             "core": raw.str.replace(r"^(\S+ \S+) \[[^\]]+\] ", "${1} "),
         }
     if fmt.name == "syslog":
-        head = r"^[A-Z][a-z]{2} +\d+ \S+ \S+ [^\s:\[]+(?:\[\d+\])?: "
+        head = r"^[A-Z][a-z]{2} +\d+ \S+ \S+ [^\s:\[]+(?:\[\d+\])?: "  # prog may hold '@' 
         rest = raw.str.replace(head, "")
         return {
             "sysdate": raw.str.extract(r"^([A-Z][a-z]{2} +\d+ \S+) ", 1),
@@ -246,7 +248,6 @@ def tokenize(
     heads = heads_lf.collect()
     bad_ts = heads.filter(pl.col("ts_ns").is_null())
     if bad_ts.height:
-        stats.append(("bad_timestamp", "error", bad_ts.height, "header with unparseable time"))
         quarantine = pl.concat(
             [
                 quarantine,
@@ -259,6 +260,16 @@ def tokenize(
             ]
         )
         heads = heads.filter(pl.col("ts_ns").is_not_null())
+        lost = cont.join(bad_ts.select("rec"), on="rec", how="semi")
+        if lost.height:
+            cont = cont.join(bad_ts.select("rec"), on="rec", how="anti")
+            lines = body.join(lost.select("rec"), on="rec", how="semi").filter(~pl.col("binary"))
+            quarantine = pl.concat([quarantine, lines.select(
+                pl.lit(file).alias("file"),
+                "line_no",
+                pl.lit("bad_timestamp").alias("reason"),
+                redact(raw.str.slice(0, MAX_RAW_CHARS)).alias("raw"),
+            )])
     msg = pl.col("message")
     heads = heads.with_columns(
         message=pl.when(pl.col("level") == "DEBUG")
@@ -266,6 +277,9 @@ def tokenize(
         .otherwise(msg),
         instance_uuid=msg.str.extract(r"^\[instance: (" + _UUID + r")\]", 1),
     )
+    for reason, n_q in quarantine.group_by("reason", maintain_order=True).len().iter_rows():
+        severity = "info" if reason == "before_first_record" else "error"
+        stats.append((reason, severity, n_q, "lines kept in the quarantine table"))
     ev = heads.join(cont, on="rec", how="left")
     host_e = pl.lit(host, dtype=pl.String)
     if fmt.per_line_host:

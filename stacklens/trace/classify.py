@@ -54,6 +54,7 @@ _NAMES: list[tuple[str, str, str]] = [
     ("POST", r"^/v2\.0/networks$", "network.create"),
     ("POST", r"^/v2\.0/floatingips$", "floatingip.create"),
     ("POST", r"^/v[23](\.0)?/auth/tokens$", "token.issue"),
+    ("POST", r"^/v2\.0/tokens$", "token.issue"),
     ("POST", r"^/v2/images$", "image.create"),
 ]
 _ASYNC = ("server.create", "server.delete")
