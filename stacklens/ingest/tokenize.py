@@ -89,7 +89,7 @@ def _prefix(fmt: LineFormat, raw: pl.Expr) -> dict[str, pl.Expr]:
             "core": raw.str.replace(r"^(\S+ \S+) \[[^\]]+\] ", "${1} "),
         }
     if fmt.name == "syslog":
-        head = r"^[A-Z][a-z]{2} +\d+ \S+ \S+ [^\s:\[]+(?:\[\d+\])?: "  # prog may hold '@' 
+        head = r"^[A-Z][a-z]{2} +\d+ \S+ \S+ [^\s:\[]+(?:\[\d+\])?: "  # prog may hold '@'
         rest = raw.str.replace(head, "")
         return {
             "sysdate": raw.str.extract(r"^([A-Z][a-z]{2} +\d+ \S+) ", 1),
