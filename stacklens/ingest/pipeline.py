@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -19,15 +19,16 @@ import polars as pl
 
 from stacklens.errors import NoLogsFound
 from stacklens.ingest.facts import add_facts
-from stacklens.ingest.formats import detect_format
+from stacklens.ingest.formats import LineFormat, detect_format
 from stacklens.ingest.names import NameMap, host_from_path, service_from_name
 from stacklens.ingest.sources import SourceFile, find_files, read_bytes
-from stacklens.ingest.tokenize import tokenize
+from stacklens.ingest.tokenize import FileChunk, tokenize_batch
 from stacklens.schema import conform, empty
 
 __all__ = ["IngestResult", "ingest"]
 
 _SAMPLE_LINES = 400
+_BATCH_BYTES = 64 << 20  # tokenize small files together, up to about this many bytes
 _SAMPLE_LINE_CHARS = 4_096
 TIMEZONE_ASSUMPTION = "UTC (oslo.log timestamps carry no zone; pass --tz-offset to shift)"
 
@@ -48,13 +49,21 @@ class IngestResult:
 
 
 @dataclass
-class _FileOut:
-    events: pl.DataFrame | None
-    quarantine: pl.DataFrame | None
+class _Read:
+    """One file read and classified: a chunk to tokenize, or None (skipped), plus stats."""
+
+    chunk: FileChunk | None
+    fmt: LineFormat | None
     stats: list[tuple[str, str, str, int, str]]
     lines: int
     nbytes: int
-    read: bool
+
+
+@dataclass
+class _Tokenized:
+    events: pl.DataFrame | None
+    quarantine: pl.DataFrame | None
+    stats: list[tuple[str, str, str, int, str]]
 
 
 def _sample_lines(data: bytes) -> list[str]:
@@ -69,24 +78,23 @@ def _sample_lines(data: bytes) -> list[str]:
     return out
 
 
-def _one_file(src: SourceFile, names: NameMap, tz_offset_s: int, merged_seen: bool) -> _FileOut:
+def _read(src: SourceFile, names: NameMap, merged_seen: bool) -> _Read:
     path = str(src.path)
     rr = read_bytes(src.path)
     stats = [(path, k, sev, c, d) for k, sev, c, d in rr.problems]
     data = rr.data
-    sample = _sample_lines(data)
-    fmt = detect_format(sample)
+    fmt = detect_format(_sample_lines(data))
     nlines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
     if fmt is None:
         why = "binary file" if b"\0" in data[:8192] else "no oslo.log-style record lines"
         stats.append((path, "unrecognized_file", "info", nlines, why))
-        return _FileOut(None, None, stats, nlines, len(data), False)
+        return _Read(None, None, stats, nlines, len(data))
     if fmt.name == "oslo_merged" and not src.explicit and merged_seen:
         stats.append(
             (path, "merged_output_skipped", "info", nlines,
              "os-log-merger output beside its source logs; name it alone to ingest it")
         )
-        return _FileOut(None, None, stats, nlines, len(data), False)
+        return _Read(None, None, stats, nlines, len(data))
     host = names.host(path) or host_from_path(path)
     if host is None and not fmt.per_line_host:
         host = src.root.resolve().name or "localhost"
@@ -94,18 +102,21 @@ def _one_file(src: SourceFile, names: NameMap, tz_offset_s: int, merged_seen: bo
     if service is None and not fmt.per_line_service:
         service = service_from_name(path)
     year = datetime.fromtimestamp(src.path.stat().st_mtime, UTC).year
-    tr = tokenize(data, fmt, file=path, host=host, service=service, year=year)
-    stats += [(path, k, sev, c, d) for k, sev, c, d in tr.stats]
-    stats.append((path, "format", "info", tr.lines, fmt.name))
+    stats.append((path, "format", "info", nlines, fmt.name))
     if fmt.name == "syslog":
         stats.append((path, "year_assumed", "info", 0, f"syslog time has no year; used {year}"))
+    return _Read(FileChunk(path, data, host, service, year), fmt, stats, nlines, len(data))
+
+
+def _tokenize(chunks: list[FileChunk], fmt: LineFormat, tz_offset_s: int) -> _Tokenized:
+    tr = tokenize_batch(chunks, fmt)
     ev = tr.events
     if ev.height:
         ev = add_facts(ev)
         if tz_offset_s:
             ev = ev.with_columns(pl.col("ts_ns") - tz_offset_s * 1_000_000_000)
         ev = conform(ev, "events")
-    return _FileOut(ev, tr.quarantine, stats, tr.lines, len(data), True)
+    return _Tokenized(ev, tr.quarantine, tr.stats)
 
 
 def ingest(
@@ -115,12 +126,15 @@ def ingest(
     tz_offset_s: int = 0,
     workers: int | None = None,
     on_file: Callable[[int, int, int], None] | None = None,
+    batch_bytes: int = _BATCH_BYTES,
 ) -> IngestResult:
     """Read every log under ``paths`` into the canonical tables.
 
-    ``tz_offset_s`` is the logs' UTC offset in seconds (subtracted to give UTC). ``on_file(done,
-    total, lines)`` is called after each file. Raises :class:`~stacklens.errors.InputNotFound` for
-    a missing path and :class:`~stacklens.errors.NoLogsFound` when no file holds log records.
+    Files are read in a thread pool, grouped by format into batches of about ``batch_bytes``
+    and each batch is tokenized in one vectorized pass. ``tz_offset_s`` is the logs' UTC offset
+    in seconds (subtracted to give UTC). ``on_file(done, total, lines)`` is called after each
+    file is read. Raises :class:`~stacklens.errors.InputNotFound` for a missing path and
+    :class:`~stacklens.errors.NoLogsFound` when no file holds log records.
     """
     t0 = time.perf_counter()
     names = names or NameMap()
@@ -128,17 +142,40 @@ def ingest(
     # os-log-merger output is skipped when the folder also holds per-service logs
     merged_seen = len(files) > 1
     workers = workers or max(1, min(len(files), os.cpu_count() or 1))
-    outs: list[_FileOut] = []
+    reads: list[_Read] = []
+    toks: list[Future[_Tokenized]] = []
+    pending: dict[str, tuple[LineFormat, list[FileChunk]]] = {}
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futs = [pool.submit(_one_file, f, names, tz_offset_s, merged_seen) for f in files]
-        for i, fut in enumerate(futs, 1):
-            out = fut.result()
-            outs.append(out)
+
+        def flush(name: str) -> None:
+            fmt, chunks = pending.pop(name)
+            toks.append(pool.submit(_tokenize, chunks, fmt, tz_offset_s))
+
+        # reads run ahead of tokenizing by at most 2 x workers files (bounded memory)
+        ahead = 2 * workers
+        futs: list[Future[_Read]] = []
+        nxt = 0
+        for i in range(len(files)):
+            while nxt < len(files) and nxt < i + ahead:
+                futs.append(pool.submit(_read, files[nxt], names, merged_seen))
+                nxt += 1
+            r = futs[i].result()
+            futs[i] = None  # type: ignore[call-overload]  # drop the bytes once batched
+            reads.append(r)
             if on_file:
-                on_file(i, len(files), out.lines)
+                on_file(i + 1, len(files), r.lines)
+            if r.chunk is None or r.fmt is None:
+                continue
+            fmt, chunks = pending.setdefault(r.fmt.name, (r.fmt, []))
+            chunks.append(r.chunk)
+            if sum(len(c.data) for c in chunks) >= batch_bytes:
+                flush(r.fmt.name)
+        for name in list(pending):
+            flush(name)
+        outs = [f.result() for f in toks]
     evs = [o.events for o in outs if o.events is not None and o.events.height]
     qs = [o.quarantine for o in outs if o.quarantine is not None and o.quarantine.height]
-    stats = [s for o in outs for s in o.stats]
+    stats = [s for r in reads for s in r.stats] + [s for o in outs for s in o.stats]
     stats.append(("*", "timezone_assumption", "info", 0, TIMEZONE_ASSUMPTION))
     if not evs:
         raise NoLogsFound(
@@ -157,10 +194,10 @@ def ingest(
         events=events,
         ingest_stats=st,
         quarantine=quarantine,
-        files_read=sum(o.read for o in outs),
-        files_skipped=sum(not o.read for o in outs),
-        lines=sum(o.lines for o in outs),
-        bytes=sum(o.nbytes for o in outs),
+        files_read=sum(r.chunk is not None for r in reads),
+        files_skipped=sum(r.chunk is None for r in reads),
+        lines=sum(r.lines for r in reads),
+        bytes=sum(r.nbytes for r in reads),
         wall_s=time.perf_counter() - t0,
         inputs=[str(p) for p in paths],
     )

@@ -1,4 +1,8 @@
-"""The vectorized tokenizer: one file's bytes -> records (events), quarantined lines, stats.
+"""The vectorized tokenizer: a batch of files' bytes -> records (events), quarantined lines,
+stats.
+
+Small files are tokenized together (one batch per format) so the fixed cost of a Polars plan is
+paid once per batch, not once per file.
 
 All per-line work runs as Polars expressions (Rust ``regex``, no Python loop per line). Regexes
 that need capture groups are kept simple and anchored (the capture engine is the slow part);
@@ -24,7 +28,7 @@ from stacklens.ingest.formats import LineFormat
 from stacklens.ingest.names import MERGER_ALIASES, service_from_name
 from stacklens.ingest.redact import redact, redact_columns
 
-__all__ = ["MAX_LINE_CHARS", "TokenizeResult", "tokenize"]
+__all__ = ["FileChunk", "MAX_LINE_CHARS", "TokenizeResult", "tokenize", "tokenize_batch"]
 
 #: Longer lines are cut to this many characters (and counted as ``long_line``).
 MAX_LINE_CHARS = 65_536
@@ -41,16 +45,29 @@ _CORE_HEAD = r"^\S+ \S+ (?:\d+ )?[A-Z]+ \S+(?: \[[^\]]*\])? ?"
 _DEBUG_SUFFIX = r"(?:\s*\{\{\(pid=\d+\) [^}]*\}\}|\s\S+ /\S+\.py:\d+)$"
 
 
+@dataclass(frozen=True)
+class FileChunk:
+    """One file's decompressed bytes and its file-level names. ``host``/``service`` are None
+    where the format names them per line; ``year`` completes syslog timestamps."""
+
+    file: str
+    data: bytes
+    host: str | None
+    service: str | None
+    year: int
+
+
 @dataclass
 class TokenizeResult:
     """``events`` has the :data:`~stacklens.schema.EVENTS` columns up to ``n_lines`` (facts are
     added by :mod:`stacklens.ingest.facts`); ``quarantine`` has :data:`~stacklens.schema.QUARANTINE`
-    columns; ``stats`` rows are ``(kind, severity, count, detail)``."""
+    columns; ``stats`` rows are ``(file, kind, severity, count, detail)``; ``lines`` counts
+    physical lines per file."""
 
     events: pl.DataFrame
     quarantine: pl.DataFrame
-    stats: list[tuple[str, str, int, str]] = field(default_factory=list)
-    lines: int = 0
+    stats: list[tuple[str, str, str, int, str]] = field(default_factory=list)
+    lines: dict[str, int] = field(default_factory=dict)
 
 
 def _nonamed(rx: str) -> str:
@@ -104,7 +121,7 @@ def _prefix(fmt: LineFormat, raw: pl.Expr) -> dict[str, pl.Expr]:
     return {"core": raw}
 
 
-def _timestamp(fmt: LineFormat, year: int) -> pl.Expr:
+def _timestamp(fmt: LineFormat) -> pl.Expr:
     oslo = (
         pl.col("ts_text")
         .str.replace(",", ".", literal=True)
@@ -113,7 +130,7 @@ def _timestamp(fmt: LineFormat, year: int) -> pl.Expr:
     if fmt.name != "syslog":
         return oslo.cast(pl.Int64)
     sysd = (
-        (pl.lit(f"{year} ") + pl.col("sysdate").str.replace(r"  +", " "))
+        (pl.col("_year").cast(pl.String) + " " + pl.col("sysdate").str.replace(r"  +", " "))
         .str.strptime(pl.Datetime("ns"), "%Y %b %d %H:%M:%S%.f", strict=False)
     )
     return pl.when(pl.col("ts_text").str.starts_with("0000")).then(sysd).otherwise(oslo).cast(
@@ -150,83 +167,128 @@ def tokenize(
     service: str | None,
     year: int,
 ) -> TokenizeResult:
-    """Tokenize the (decompressed) bytes of one log file of format ``fmt``.
+    """Tokenize one file's (decompressed) bytes; see :func:`tokenize_batch`."""
+    return tokenize_batch([FileChunk(file, data, host, service, year)], fmt)
 
-    ``host``/``service`` are the file-level names; formats with per-line names (syslog, collector
-    prefixes) override them line by line. ``year`` completes syslog timestamps, which carry none.
-    Never raises on content: damaged lines end up in ``quarantine`` and ``stats``.
+
+def _lines(chunks: list[FileChunk]) -> tuple[pl.DataFrame, list[int]]:
+    """All physical lines of ``chunks``: columns ``raw``, ``fidx`` (chunk index, UInt32),
+    ``line_no`` (1-based within its file); and the line count of each chunk."""
+    parts, counts = [], []
+    for c in chunks:
+        d = c.data
+        if d and not d.endswith(b"\n"):
+            d += b"\n"
+        counts.append(d.count(b"\n"))
+        parts.append(d)
+    raw = split_lines(b"".join(parts))
+    if raw.len() != sum(counts):  # defensive: split file by file if the reader disagrees
+        per = [split_lines(p) for p in parts]
+        raw, counts = pl.concat(per), [x.len() for x in per]
+    starts = [0]
+    for n in counts[:-1]:
+        starts.append(starts[-1] + n)
+    fidx = pl.concat(
+        [pl.repeat(i, n, dtype=pl.UInt32, eager=True) for i, n in enumerate(counts) if n]
+        or [pl.Series([], dtype=pl.UInt32)]
+    )
+    first = pl.Series("first", starts, dtype=pl.Int64).gather(fidx)
+    df = pl.DataFrame({"raw": raw, "fidx": fidx, "first": first}).with_columns(
+        line_no=pl.int_range(pl.len(), dtype=pl.Int64) - pl.col("first") + 1
+    ).drop("first")
+    return df, counts
+
+
+def tokenize_batch(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult:
+    """Tokenize the bytes of several files of one format in one vectorized pass.
+
+    Formats with per-line names (syslog, collector prefixes) override the chunks' ``host`` /
+    ``service`` line by line. Never raises on content: damaged lines end up in ``quarantine`` and
+    ``stats``; records never span two files.
     """
-    stats: list[tuple[str, str, int, str]] = []
-    raw_s = split_lines(data)
-    n = raw_s.len()
-    if n == 0:
-        return TokenizeResult(pl.DataFrame(), pl.DataFrame(), stats, 0)
-    if b"\x1f" in data:
-        stats.append(("control_char", "error", data.count(b"\x1f"), "0x1F bytes replaced by '?'"))
+    stats: list[tuple[str, str, str, int, str]] = []
+    files = [c.file for c in chunks]
+    for c in chunks:
+        if b"\x1f" in c.data:
+            stats.append((c.file, "control_char", "error", c.data.count(b"\x1f"),
+                          "0x1F bytes replaced by '?'"))
+    df, counts = _lines(chunks)
+    lines = dict(zip(files, counts, strict=True))
+    if df.height == 0:
+        return TokenizeResult(pl.DataFrame(), pl.DataFrame(), stats, lines)
+    meta = pl.DataFrame(
+        {
+            "fidx": pl.Series(range(len(chunks)), dtype=pl.UInt32),
+            "file": files,
+            "_host": pl.Series([c.host for c in chunks], dtype=pl.String),
+            "_service": pl.Series([c.service for c in chunks], dtype=pl.String),
+            "_year": pl.Series([c.year for c in chunks], dtype=pl.Int32),
+        }
+    )
     header_rx = _nonamed(fmt.header)
     raw = pl.col("raw")
-    df = (
-        pl.DataFrame({"raw": raw_s})
-        .with_row_index("line_no", offset=1)
-        .with_columns(pl.col("line_no").cast(pl.Int64))
-        .with_columns(
-            long=raw.str.len_bytes() > MAX_LINE_CHARS,
-            lossy=raw.str.contains("\ufffd", literal=True),
-            is_header=raw.str.contains(header_rx) & ~raw.str.contains(r"^\S+ \S+ (?:\d+ )?TRACE "),
-        )
+    trace_rx = r"^\S+ \S+ (?:\d+ )?TRACE " if fmt.name == "oslo" else r" \d+ TRACE [\w.]+ "
+    df = df.with_columns(
+        long=raw.str.len_bytes() > MAX_LINE_CHARS,
+        lossy=raw.str.contains("\ufffd", literal=True),
+        is_header=(raw.str.contains(header_rx) & ~raw.str.contains(trace_rx)).fill_null(False),
+    ).with_columns(
+        # a record never continues across files: each file's first line opens a segment
+        rec=(pl.col("is_header") | (pl.col("line_no") == 1)).cast(pl.Int64).cum_sum(),
+        seg_head=pl.when(pl.col("is_header") | (pl.col("line_no") == 1))
+        .then(pl.col("is_header"))
+        .forward_fill(),
     )
-    # old-style TRACE lines behind a wrapper prefix
-    if fmt.name != "oslo":
-        df = df.with_columns(
-            is_header=pl.col("is_header") & ~raw.str.contains(r" \d+ TRACE [\w.]+ ")
+    per_file = (
+        df.group_by("fidx")
+        .agg(
+            pl.col("long").sum().alias("long_line"),
+            pl.col("lossy").sum().alias("non_utf8"),
+            raw.is_null().sum().alias("blank_line"),
         )
-    df = df.with_columns(rec=pl.col("is_header").cast(pl.Int64).cum_sum())
-    counts = df.select(
-        pl.col("long").sum().alias("long"),
-        pl.col("lossy").sum().alias("lossy"),
-        raw.is_null().sum().alias("blank"),
-    ).row(0, named=True)
-    if counts["long"]:
-        stats.append(
-            ("long_line", "error", counts["long"], f"lines over {MAX_LINE_CHARS} chars were cut")
-        )
-    if counts["lossy"]:
-        stats.append(("non_utf8", "error", counts["lossy"], "invalid UTF-8 replaced by U+FFFD"))
-    if counts["blank"]:
-        stats.append(("blank_line", "info", counts["blank"], "empty lines"))
+        .join(meta.select("fidx", "file"), on="fidx")
+    )
+    detail = {
+        "long_line": ("error", f"lines over {MAX_LINE_CHARS} chars were cut"),
+        "non_utf8": ("error", "invalid UTF-8 replaced by U+FFFD"),
+        "blank_line": ("info", "empty lines"),
+    }
+    for row in per_file.sort("fidx").iter_rows(named=True):
+        for kind, (sev, text) in detail.items():
+            if row[kind]:
+                stats.append((row["file"], kind, sev, int(row[kind]), text))
 
     body = df.filter(~pl.col("is_header") & raw.is_not_null()).with_columns(
-        binary=raw.str.contains(_BINARY)
+        binary=raw.str.contains(_BINARY), shell=raw.str.starts_with("+ ")
     )
-    shell = body.get_column("raw").str.starts_with("+ ")
-    if shell.sum():
-        stats.append(("shell_trace", "info", int(shell.sum()), "devstack shell-trace lines"))
-    body = body.filter(~shell)
-    bad = body.filter(pl.col("binary") | (pl.col("rec") == 0))
-    quarantine = bad.select(
-        pl.lit(file).alias("file"),
+    for fidx, n_shell in body.filter("shell").group_by("fidx").len().sort("fidx").iter_rows():
+        stats.append((files[fidx], "shell_trace", "info", n_shell, "devstack shell-trace lines"))
+    body = body.filter(~pl.col("shell"))
+    q_cols = [
+        "fidx",
         "line_no",
+        redact(raw.str.slice(0, MAX_RAW_CHARS)).alias("raw"),
+    ]
+    quarantine = body.filter(pl.col("binary") | ~pl.col("seg_head")).select(
+        *q_cols,
         pl.when(pl.col("binary"))
         .then(pl.lit("binary"))
         .otherwise(pl.lit("before_first_record"))
         .alias("reason"),
-        redact(raw.str.slice(0, MAX_RAW_CHARS)).alias("raw"),
     )
-    cont = (
-        body.filter(~pl.col("binary") & (pl.col("rec") > 0))
-        .group_by("rec", maintain_order=True)
-        .agg(
-            raw.str.slice(0, MAX_LINE_CHARS).str.join("\n").alias("continuation"),
-            pl.len().alias("n_cont"),
-        )
+    cont_lines = body.filter(~pl.col("binary") & pl.col("seg_head"))
+    cont = cont_lines.group_by("rec", maintain_order=True).agg(
+        raw.str.slice(0, MAX_LINE_CHARS).str.join("\n").alias("continuation"),
+        pl.len().alias("n_cont"),
     )
     pre = _prefix(fmt, pl.col("raw"))
     core = pl.col("core")
     # one lazy plan: Polars evaluates independent columns in parallel and shares sub-expressions
-    heads_lf = (
+    heads = (
         df.lazy()
         .filter(pl.col("is_header"))
-        .select("rec", "line_no", raw.str.slice(0, MAX_LINE_CHARS))
+        .select("rec", "fidx", "line_no", raw.str.slice(0, MAX_LINE_CHARS))
+        .join(meta.lazy().select("fidx", "_year"), on="fidx", how="left")
         .with_columns(**pre)
         .with_columns(
             _f=core.str.slice(0, 512).str.split_exact(" ", 5),
@@ -243,33 +305,31 @@ def tokenize(
             _c=pl.col("ctx").str.split_exact(" ", 4),
         )
         .unnest("_c", separator="_")
-        .with_columns(**_context(), ts_ns=_timestamp(fmt, year))
+        .with_columns(**_context(), ts_ns=_timestamp(fmt))
+        .collect()
     )
-    heads = heads_lf.collect()
     bad_ts = heads.filter(pl.col("ts_ns").is_null())
     if bad_ts.height:
+        heads = heads.filter(pl.col("ts_ns").is_not_null())
+        # the unreadable record goes to quarantine whole: its header and its continuation lines
+        lost = cont_lines.join(bad_ts.select("rec"), on="rec", how="semi")
+        cont = cont.join(bad_ts.select("rec"), on="rec", how="anti")
         quarantine = pl.concat(
             [
                 quarantine,
-                bad_ts.select(
-                    pl.lit(file).alias("file"),
-                    "line_no",
-                    pl.lit("bad_timestamp").alias("reason"),
-                    redact(raw.str.slice(0, MAX_RAW_CHARS)).alias("raw"),
-                ),
+                pl.concat([bad_ts.select("fidx", "line_no", "raw"),
+                           lost.select("fidx", "line_no", "raw")])
+                .select(*q_cols, pl.lit("bad_timestamp").alias("reason")),
             ]
         )
-        heads = heads.filter(pl.col("ts_ns").is_not_null())
-        lost = cont.join(bad_ts.select("rec"), on="rec", how="semi")
-        if lost.height:
-            cont = cont.join(bad_ts.select("rec"), on="rec", how="anti")
-            lines = body.join(lost.select("rec"), on="rec", how="semi").filter(~pl.col("binary"))
-            quarantine = pl.concat([quarantine, lines.select(
-                pl.lit(file).alias("file"),
-                "line_no",
-                pl.lit("bad_timestamp").alias("reason"),
-                redact(raw.str.slice(0, MAX_RAW_CHARS)).alias("raw"),
-            )])
+    quarantine = quarantine.join(meta.select("fidx", "file"), on="fidx").select(
+        "file", "line_no", "reason", "raw"
+    )
+    for f, reason, n_q in (
+        quarantine.group_by("file", "reason", maintain_order=True).len().iter_rows()
+    ):
+        severity = "info" if reason == "before_first_record" else "error"
+        stats.append((f, reason, severity, n_q, "lines kept in the quarantine table"))
     msg = pl.col("message")
     heads = heads.with_columns(
         message=pl.when(pl.col("level") == "DEBUG")
@@ -277,20 +337,19 @@ def tokenize(
         .otherwise(msg),
         instance_uuid=msg.str.extract(r"^\[instance: (" + _UUID + r")\]", 1),
     )
-    for reason, n_q in quarantine.group_by("reason", maintain_order=True).len().iter_rows():
-        severity = "info" if reason == "before_first_record" else "error"
-        stats.append((reason, severity, n_q, "lines kept in the quarantine table"))
-    ev = heads.join(cont, on="rec", how="left")
-    host_e = pl.lit(host, dtype=pl.String)
+    ev = heads.join(cont, on="rec", how="left").join(
+        meta.select("fidx", "file", "_host", "_service"), on="fidx", how="left"
+    )
+    host_e = pl.col("_host")
     if fmt.per_line_host:
-        host_e = pl.coalesce(pl.col("host"), host_e) if host is None else host_e
+        host_e = pl.coalesce(pl.col("_host"), pl.col("host"))
     pid_e = pl.col("pid")
     if "spid" in pre:
         pid_e = pl.coalesce(pl.col("pid"), pl.col("spid"))
     ev = ev.select(
         pl.col("ts_ns"),
         host_e.alias("host"),
-        _service_expr(fmt, service, heads).alias("service"),
+        pl.coalesce(pl.col("_service"), _service_expr(fmt, heads)).alias("service"),
         pid_e.cast(pl.Int32, strict=False).alias("pid"),
         "level",
         "logger",
@@ -301,18 +360,18 @@ def tokenize(
         "instance_uuid",
         "message",
         "continuation",
-        pl.lit(file).alias("file"),
+        "file",
         "line_no",
         (pl.col("n_cont").fill_null(0) + 1).cast(pl.Int32).alias("n_lines"),
     )
     ev = redact_columns(ev, ["message", "continuation"])
-    return TokenizeResult(ev, quarantine, stats, n)
+    return TokenizeResult(ev, quarantine, stats, lines)
 
 
-def _service_expr(fmt: LineFormat, service: str | None, heads: pl.DataFrame) -> pl.Expr:
-    """File-level service, or per-line from the syslog program / collector prefix / alias."""
-    if service is not None or not fmt.per_line_service:
-        return pl.lit(service, dtype=pl.String)
+def _service_expr(fmt: LineFormat, heads: pl.DataFrame) -> pl.Expr:
+    """Per-line service from the syslog program / collector prefix / os-log-merger alias."""
+    if not fmt.per_line_service:
+        return pl.lit(None, dtype=pl.String)
     col = "alias" if fmt.name == "oslo_merged" else "prog"
     # few distinct names per file: map each once in Python, then vectorized
     names = [v for v in heads.get_column(col).unique().to_list() if v is not None]
