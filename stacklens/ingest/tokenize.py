@@ -39,9 +39,6 @@ _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _REQ = "req-" + _UUID
 _BINARY = r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]"
 _OSLO_DATE = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?"
-# simple anchored extractors over the oslo core "<date> <time> [<pid>] <LEVEL> <logger> [<ctx>]"
-_X_CTX = r"^\S+ \S+ (?:\d+ )?[A-Z]+ \S+ \[([^\]]*)\]"
-_CORE_HEAD = r"^\S+ \S+ (?:\d+ )?[A-Z]+ \S+(?: \[[^\]]*\])? ?"
 _DEBUG_SUFFIX = r"(?:\s*\{\{\(pid=\d+\) [^}]*\}\}|\s\S+ /\S+\.py:\d+)$"
 
 
@@ -122,20 +119,31 @@ def _prefix(fmt: LineFormat, raw: pl.Expr) -> dict[str, pl.Expr]:
 
 
 def _timestamp(fmt: LineFormat) -> pl.Expr:
-    oslo = (
-        pl.col("ts_text")
-        .str.replace(",", ".", literal=True)
-        .str.strptime(pl.Datetime("ns"), "%Y-%m-%d %H:%M:%S%.f", strict=False)
+    """``ts_text`` (``YYYY-MM-DD HH:MM:SS[.,]fff[fff]``) -> ns since epoch, UTC as assumed.
+
+    The whole seconds are parsed with a cache (lines share their second) and the fraction is
+    added as an integer, which is several times cheaper than parsing every full timestamp."""
+    t = pl.col("ts_text")
+    sec = t.str.slice(0, 19).str.strptime(
+        pl.Datetime("ns"), "%Y-%m-%d %H:%M:%S", strict=False, cache=True
     )
+    frac = t.str.slice(20, 9)
+    frac_ns = pl.when(frac.str.len_bytes() > 0).then(
+        frac.cast(pl.Int64, strict=False)
+        * pl.lit(10, dtype=pl.Int64).pow(9 - frac.str.len_bytes().cast(pl.Int64))
+    ).otherwise(0)
+    well_formed = t.str.len_bytes().is_between(19, 29) & (
+        (t.str.len_bytes() == 19) | t.str.slice(19, 1).is_in([".", ","])
+    )
+    oslo = pl.when(well_formed).then(sec.cast(pl.Int64) + frac_ns)
     if fmt.name != "syslog":
-        return oslo.cast(pl.Int64)
+        return oslo
     sysd = (
         (pl.col("_year").cast(pl.String) + " " + pl.col("sysdate").str.replace(r"  +", " "))
         .str.strptime(pl.Datetime("ns"), "%Y %b %d %H:%M:%S%.f", strict=False)
+        .cast(pl.Int64)
     )
-    return pl.when(pl.col("ts_text").str.starts_with("0000")).then(sysd).otherwise(oslo).cast(
-        pl.Int64
-    )
+    return pl.when(t.str.starts_with("0000")).then(sysd).otherwise(oslo)
 
 
 def _context() -> dict[str, pl.Expr]:
@@ -284,26 +292,40 @@ def tokenize_batch(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult:
     pre = _prefix(fmt, pl.col("raw"))
     core = pl.col("core")
     # one lazy plan: Polars evaluates independent columns in parallel and shares sub-expressions
+    n = {i: pl.col(f"_f_field_{i}").str.len_chars() for i in range(5)}
+    # character offset of what follows "<date> <time> [<pid>] <LEVEL> <logger> "
+    off = pl.when("_has_pid").then(n[0] + n[1] + n[2] + n[3] + n[4] + 5).otherwise(
+        n[0] + n[1] + n[2] + n[3] + 4
+    )
+    rest = pl.col("_rest")
+    ctx_end = rest.str.find("]", literal=True)
+    # a context is "[...]" right after the logger; "[instance: ...]" there is the message's tag
+    has_ctx = (
+        rest.str.starts_with("[") & ~rest.str.starts_with("[instance: ") & ctx_end.is_not_null()
+    )
+    long_lines = df.get_column("long").any()
+    heads_lf = df.lazy().filter(pl.col("is_header")).select(
+        "rec", "fidx", "line_no", raw.str.slice(0, MAX_LINE_CHARS) if long_lines else raw
+    )
+    if fmt.name == "syslog":
+        heads_lf = heads_lf.join(meta.lazy().select("fidx", "_year"), on="fidx", how="left")
+    # one lazy plan: Polars evaluates independent columns in parallel and shares sub-expressions;
+    # fields are cut by position (split, slice) rather than by capturing regexes, which are slow
     heads = (
-        df.lazy()
-        .filter(pl.col("is_header"))
-        .select("rec", "fidx", "line_no", raw.str.slice(0, MAX_LINE_CHARS))
-        .join(meta.lazy().select("fidx", "_year"), on="fidx", how="left")
-        .with_columns(**pre)
-        .with_columns(
-            _f=core.str.slice(0, 512).str.split_exact(" ", 5),
-            ctx=core.str.extract(_X_CTX, 1),
-            message=core.str.replace(_CORE_HEAD, ""),
-        )
+        heads_lf.with_columns(**pre)
+        .with_columns(_f=core.str.split_exact(" ", 5))
         .unnest("_f", separator="_")
         .with_columns(_has_pid=pl.col("_f_field_2").str.contains(r"^\d+$"))
+        .with_columns(_rest=core.str.slice(off))
         .with_columns(
+            ctx=pl.when(has_ctx).then(rest.str.slice(1, ctx_end - 1)),
+            message=pl.when(has_ctx).then(rest.str.slice(ctx_end + 2)).otherwise(rest),
             ts_text=pl.col("_f_field_0") + " " + pl.col("_f_field_1"),
             pid=pl.when("_has_pid").then(pl.col("_f_field_2")),
             level=pl.when("_has_pid").then(pl.col("_f_field_3")).otherwise(pl.col("_f_field_2")),
             logger=pl.when("_has_pid").then(pl.col("_f_field_4")).otherwise(pl.col("_f_field_3")),
-            _c=pl.col("ctx").str.split_exact(" ", 4),
         )
+        .with_columns(_c=pl.col("ctx").str.split_exact(" ", 4))
         .unnest("_c", separator="_")
         .with_columns(**_context(), ts_ns=_timestamp(fmt))
         .collect()
