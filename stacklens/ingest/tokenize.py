@@ -77,10 +77,17 @@ def split_lines(data: bytes) -> pl.Series:
     the unit-separator byte 0x1F it needs as field separator is replaced by ``?`` beforehand."""
     if not data:
         return pl.Series("raw", [], dtype=pl.String)
-    # a leading newline keeps the CSV reader from sniffing a compression signature ("x^",
-    # zstd magic) in the first bytes of a plain log; its empty row is dropped below
+    return _split_prefixed([b"\n", data])
+
+
+def _split_prefixed(parts: list[bytes]) -> pl.Series:
+    """Lines of ``b"".join(parts)`` whose first part is ``b"\\n"`` (its empty row is dropped).
+
+    The leading newline keeps the CSV reader from sniffing a compression signature ("x^", zstd
+    magic) in the first bytes of a plain log."""
+    buf = b"".join(p.replace(b"\x1f", b"?") if b"\x1f" in p else p for p in parts)
     df = pl.read_csv(
-        io.BytesIO(b"\n" + data.replace(b"\x1f", b"?")),
+        io.BytesIO(buf),
         has_header=False,
         separator="\x1f",
         quote_char=None,
@@ -182,28 +189,27 @@ def tokenize(
 def _lines(chunks: list[FileChunk]) -> tuple[pl.DataFrame, list[int]]:
     """All physical lines of ``chunks``: columns ``raw``, ``fidx`` (chunk index, UInt32),
     ``line_no`` (1-based within its file); and the line count of each chunk."""
-    parts, counts = [], []
+    parts, counts = [b"\n"], []
     for c in chunks:
         d = c.data
         if d and not d.endswith(b"\n"):
             d += b"\n"
         counts.append(d.count(b"\n"))
         parts.append(d)
-    raw = split_lines(b"".join(parts))
+    raw = _split_prefixed(parts)
     if raw.len() != sum(counts):  # defensive: split file by file if the reader disagrees
-        per = [split_lines(p) for p in parts]
+        per = [split_lines(p) for p in parts[1:]]
         raw, counts = pl.concat(per), [x.len() for x in per]
     starts = [0]
     for n in counts[:-1]:
         starts.append(starts[-1] + n)
-    fidx = pl.concat(
-        [pl.repeat(i, n, dtype=pl.UInt32, eager=True) for i, n in enumerate(counts) if n]
-        or [pl.Series([], dtype=pl.UInt32)]
+    # file index of every line: the last file whose first line is at or before it
+    row = pl.int_range(raw.len(), dtype=pl.Int64, eager=True)
+    first = pl.Series("first", starts, dtype=pl.Int64)
+    fidx = (first.search_sorted(row, side="right") - 1).cast(pl.UInt32)
+    df = pl.DataFrame({"raw": raw, "fidx": fidx}).with_columns(
+        line_no=row - first.gather(fidx) + 1
     )
-    first = pl.Series("first", starts, dtype=pl.Int64).gather(fidx)
-    df = pl.DataFrame({"raw": raw, "fidx": fidx, "first": first}).with_columns(
-        line_no=pl.int_range(pl.len(), dtype=pl.Int64) - pl.col("first") + 1
-    ).drop("first")
     return df, counts
 
 
