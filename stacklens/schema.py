@@ -22,6 +22,7 @@ __all__ = [
     "INGEST_STATS",
     "PHASES",
     "QUARANTINE",
+    "REQUESTS",
     "SPANS",
     "TABLES",
     "TEMPLATES",
@@ -159,6 +160,45 @@ TEMPLATES: dict[str, pl.DataType] = {
     "n_events": pl.Int64,
 }
 
+#: One row per server a load driver asked for (``stacklens run``, or read from Rally results):
+#: the client's view of its lifecycle. Written by :mod:`stacklens.drive`. Client timestamps are
+#: ``*_ns`` on the client's clock; ``launched_ns`` is the server's own ``launched_at``. Joins
+#: the server-side view on ``global_request_id`` = ``traces.trace_id`` (the driver sends its
+#: own ``X-OpenStack-Request-ID``), else ``request_id`` = ``traces.request_id``.
+REQUESTS: dict[str, pl.DataType] = {
+    "run_id": pl.String,  # the run's tag (stacklens) or task uuid (rally)
+    "source": pl.String,  # stacklens, rally
+    "scenario": pl.String,  # scenario name / rally workload title
+    "repetition": pl.Int32,  # 0-based repetition (rally: workload position)
+    "iteration": pl.Int32,  # 0-based index of the server within its repetition
+    "name": pl.String,  # server name (stacklens: sl-<runid>-...)
+    "server_id": pl.String,  # instance uuid, null if the create was refused
+    "host": pl.String,  # OS-EXT-SRV-ATTR:host when visible (admin), else null
+    "status": pl.String,  # last server status seen: BUILD, ACTIVE, ERROR, DELETED; null if none
+    "outcome": pl.String,  # ok, error, api_error, timeout, transport_error, delete_failed, failed, cancelled; null while pending
+    "error": pl.String,  # fault message, HTTP error message or client exception; null if ok
+    "request_id": pl.String,  # x-openstack-request-id (else x-compute-request-id) of the create
+    "global_request_id": pl.String,  # X-OpenStack-Request-ID the client sent with the create
+    "create_http_status": pl.Int32,  # null: no HTTP response
+    "delete_request_id": pl.String,
+    "delete_global_request_id": pl.String,
+    "delete_http_status": pl.Int32,
+    "submit_ns": pl.Int64,  # create issued by the client (before connection-pool wait)
+    "accepted_ns": pl.Int64,  # create response received (202 or error)
+    "active_ns": pl.Int64,  # ACTIVE first seen by the client (includes polling delay)
+    "launched_ns": pl.Int64,  # OS-SRV-USG:launched_at, server clock, second resolution
+    "ping_ns": pl.Int64,  # first ping reply, null if not checked
+    "ssh_ns": pl.Int64,  # first SSH banner, null if not checked
+    "delete_ns": pl.Int64,  # delete issued
+    "delete_accepted_ns": pl.Int64,  # delete response received
+    "gone_ns": pl.Int64,  # DELETED (or 404) first seen by the client
+    "api_s": pl.Float64,  # accepted - submit
+    "create_s": pl.Float64,  # active - submit
+    "delete_s": pl.Float64,  # gone - delete
+    "reach_note": pl.String,  # why ping/SSH were skipped, null if checked or not asked for
+    "profiler_trace_id": pl.String,  # OSProfiler trace id (rally), null elsewhere
+}
+
 TABLES: dict[str, dict[str, pl.DataType]] = {
     "events": EVENTS,
     "ingest_stats": INGEST_STATS,
@@ -169,6 +209,7 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
     "breakdown": BREAKDOWN,
     "phases": PHASES,
     "templates": TEMPLATES,
+    "requests": REQUESTS,
 }
 
 

@@ -463,6 +463,11 @@ def render_html(report: dict) -> str:
     hosts = [[f"<td class='mono'>{_text(h.get('host'))}</td>", _text(h.get("service")),
               *(_int(h.get(k)) for k in ("events", "errors", "spans")),
               *(_secs(h.get(k)) for k in ("span_p50_s", "span_p95_s"))] for h in _rows(r.get("hosts"))]
+    phases = [[_text(p.get("service")), _text(p.get("phase")), _int(p.get("count")),
+               *(_secs(p.get(k)) for k in ("p50_s", "p95_s", "max_s"))] for p in _rows(r.get("phases"))]
+    locks = [[f"<td class='mono'>{_text(lk.get('lock_name'))}</td>", _int(lk.get("waits")),
+              *(_secs(lk.get(k)) for k in ("max_waited_s", "total_waited_s"))] for lk in _rows(r.get("locks"))]
+    rpc = [[_text(m.get("topic")), _text(m.get("kind")), _int(m.get("messages"))] for m in _rows(r.get("rpc"))]
     buttons = ('<span class="btns" id="stat-buttons"><button type="button" class="on" data-stat="p50">p50</button>'
                '<button type="button" data-stat="p95">p95</button></span>')
     has_wf = data["initial"] is not None
@@ -485,6 +490,12 @@ def render_html(report: dict) -> str:
         _section("slowest", "Slowest traces", _trace_table("slowest-table", _rows(r.get("slowest")), "no traces")),
         _section("errors", "Errors behind failed requests", _table(
             "errors-table", ["component", "error template", "#failed requests", "example request id"], errs, "no errors")),
+        _section("phases", "Phases inside nova-compute", _table(
+            "phases-table", ["service", "phase", "#count", "#p50 s", "#p95 s", "#max s"], phases, "no phase markers")),
+        _section("locks", "Lock waits", _table(
+            "locks-table", ["lock", "#waits", "#max waited s", "#total waited s"], locks, "no lock waits logged")),
+        _section("rpc", "RPC messages by topic", _table(
+            "rpc-table", ["topic", "kind", "#messages"], rpc, "no RPC lines (DEBUG off?)")),
         _section("hosts", "Hosts", _table("hosts-table", ["host", "service", "#events", "#errors", "#spans", "#span p50 s", "#span p95 s"], hosts, "no hosts")),
         _ingest(r),
     ])
