@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import struct
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from browser import open_report
 from plotly.offline import get_plotlyjs
 from report_fixture import BREAKOUT, HOSTILE, sample_report
 
@@ -120,56 +120,30 @@ def _png_size(data: bytes) -> tuple[int, int]:
 
 
 def test_in_real_browser(tmp_path: Path, doc, report):
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} not installed (apt install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright python package not installed")
-
     page_file = tmp_path / "report.html"
     page_file.write_text(doc, encoding="utf-8")
-    errors: list[str] = []
-    blocked: list[str] = []
-    requested: list[str] = []
+    shot = tmp_path / "report.png"
+    first_title = {}
 
-    def route(r):
-        if r.request.url.startswith(("file:", "data:", "blob:")):
-            r.continue_()
-        else:
-            blocked.append(r.request.url)
-            r.abort()
+    def actions(page):
+        assert page.locator("#waterfall svg.main-svg").count() > 0
+        assert page.locator("#waterfall .bars path").count() >= len(report["waterfalls"]["t-0006"])
+        assert page.locator("#chart-latency svg.main-svg").count() > 0
+        assert page.locator("#chart-timeline svg.main-svg").count() > 0
+        assert page.locator(".modebar-btn[data-title^='Share']").count() == 0  # uploads to a cloud
+        first = page.locator("#wf-title").inner_text()
+        assert "t-0006" in first
+        first_title["v"] = first
+        page.locator("#failed-table tbody tr").nth(3).click()
+        page.wait_for_function("!document.getElementById('wf-title').textContent.includes('t-0006')",
+                               timeout=10_000)
+        after = page.locator("#wf-title").inner_text()
+        assert after != first and report["failed"][3]["trace_id"] in after
+        assert page.locator("#failed-table tr.sel").count() == 1
+        page.locator("#stat-buttons button[data-stat=p95]").click()
 
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, timeout=30_000)
-        try:
-            page = browser.new_page(viewport={"width": 1440, "height": 1000})
-            page.set_default_timeout(30_000)
-            page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-            page.on("request", lambda req: requested.append(req.url))
-            page.route("**/*", route)
-            page.goto(page_file.as_uri(), wait_until="load")
-            page.wait_for_function("window.stacklensReady === true", timeout=30_000)
-
-            assert page.locator("#waterfall svg.main-svg").count() > 0
-            assert page.locator("#waterfall .bars path").count() >= len(report["waterfalls"]["t-0006"])
-            assert page.locator("#chart-latency svg.main-svg").count() > 0
-            assert page.locator("#chart-timeline svg.main-svg").count() > 0
-            assert page.locator(".modebar-btn[data-title^='Share']").count() == 0  # uploads to a cloud
-            first = page.locator("#wf-title").inner_text()
-            assert "t-0006" in first
-
-            page.locator("#failed-table tbody tr").nth(3).click()
-            page.wait_for_function("!document.getElementById('wf-title').textContent.includes('t-0006')",
-                                   timeout=10_000)
-            after = page.locator("#wf-title").inner_text()
-            assert after != first and report["failed"][3]["trace_id"] in after
-            assert page.locator("#failed-table tr.sel").count() == 1
-            page.locator("#stat-buttons button[data-stat=p95]").click()
-
-            shot = tmp_path / "report.png"
-            page.screenshot(path=str(shot), full_page=True, timeout=30_000)
-        finally:
-            browser.close()
-
+    out = open_report(page_file, actions, shot)
+    errors, blocked, requested = out["errors"], out["blocked"], out["requested"]
     assert not errors, errors
     assert not blocked, f"page tried to reach the network: {blocked}"
     assert all(u.startswith(("file:", "data:", "blob:")) for u in requested), requested

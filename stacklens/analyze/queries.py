@@ -15,16 +15,16 @@ from __future__ import annotations
 __all__ = ["QUERIES"]
 
 _REQ = "http_status IS NOT NULL"
+_OUTCOME_COUNTS = ",\n".join(
+    f"sum(CASE WHEN outcome = '{o}' THEN 1 ELSE 0 END) AS {o}"
+    for o in ("success", "retried", "failed", "rejected", "unknown")
+)
 
 QUERIES: dict[str, str] = {
     # one row: headline counts and rates over requests
     "summary": f"""
         SELECT count(*) AS traces,
-               sum(CASE WHEN outcome = 'success' THEN 1 ELSE 0 END) AS success,
-               sum(CASE WHEN outcome = 'retried' THEN 1 ELSE 0 END) AS retried,
-               sum(CASE WHEN outcome = 'failed' THEN 1 ELSE 0 END) AS failed,
-               sum(CASE WHEN outcome = 'rejected' THEN 1 ELSE 0 END) AS rejected,
-               sum(CASE WHEN outcome = 'unknown' THEN 1 ELSE 0 END) AS unknown,
+               {_OUTCOME_COUNTS},
                min(start_ns) AS start_ns, max(end_ns) AS end_ns
         FROM traces WHERE {_REQ}
     """,
@@ -32,11 +32,7 @@ QUERIES: dict[str, str] = {
     # per operation: outcomes and end-to-end percentiles (seconds)
     "operations": f"""
         SELECT operation, count(*) AS count,
-               sum(CASE WHEN outcome = 'success' THEN 1 ELSE 0 END) AS success,
-               sum(CASE WHEN outcome = 'retried' THEN 1 ELSE 0 END) AS retried,
-               sum(CASE WHEN outcome = 'failed' THEN 1 ELSE 0 END) AS failed,
-               sum(CASE WHEN outcome = 'rejected' THEN 1 ELSE 0 END) AS rejected,
-               sum(CASE WHEN outcome = 'unknown' THEN 1 ELSE 0 END) AS unknown,
+               {_OUTCOME_COUNTS},
                percentile_cont(0.50) WITHIN GROUP (ORDER BY dur_s) AS p50_s,
                percentile_cont(0.95) WITHIN GROUP (ORDER BY dur_s) AS p95_s,
                percentile_cont(0.99) WITHIN GROUP (ORDER BY dur_s) AS p99_s,
@@ -67,11 +63,7 @@ QUERIES: dict[str, str] = {
     # outcomes and end-to-end percentiles per minute of request start
     "timeline": f"""
         SELECT CAST(floor(start_ns / 60e9) AS BIGINT) * 60 AS minute_s,
-               sum(CASE WHEN outcome = 'success' THEN 1 ELSE 0 END) AS success,
-               sum(CASE WHEN outcome = 'retried' THEN 1 ELSE 0 END) AS retried,
-               sum(CASE WHEN outcome = 'failed' THEN 1 ELSE 0 END) AS failed,
-               sum(CASE WHEN outcome = 'rejected' THEN 1 ELSE 0 END) AS rejected,
-               sum(CASE WHEN outcome = 'unknown' THEN 1 ELSE 0 END) AS unknown,
+               {_OUTCOME_COUNTS},
                percentile_cont(0.50) WITHIN GROUP (ORDER BY dur_s) AS p50_s,
                percentile_cont(0.95) WITHIN GROUP (ORDER BY dur_s) AS p95_s
         FROM traces WHERE {_REQ} GROUP BY 1 ORDER BY 1
