@@ -14,9 +14,6 @@ from report_fixture import BREAKOUT, HOSTILE, sample_report
 
 from stacklens.report.html import render_html
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "header", "h1", "nav", "a", "main",
                 "section", "h2", "h3", "dl", "dt", "dd", "details", "summary", "ul", "li", "span", "div",
                 "table", "thead", "tbody", "tr", "th", "td", "p", "b", "button", "footer", "script"}
