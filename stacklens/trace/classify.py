@@ -58,7 +58,8 @@ _NAMES: list[tuple[str, str, str]] = [
     ("POST", r"^/v2/images$", "image.create"),
 ]
 _ASYNC = ("server.create", "server.delete")
-_RETRY = r"(?i)was re-scheduled|rescheduling|will be rescheduled|retrying build|re-scheduling"
+# nova/compute/manager.py "Build of instance %s was re-scheduled: %s", conductor retries
+_RETRY = r"was re-scheduled|[Rr]etrying build|[Rr]escheduling (?:the )?(?:build|instance)"
 
 
 def normalize_path(path: pl.Expr) -> pl.Expr:
