@@ -17,6 +17,7 @@ import polars as pl
 
 __all__ = [
     "BREAKDOWN",
+    "ERROR_TEMPLATES",
     "EVENTS",
     "FLOWS",
     "INGEST_STATS",
@@ -199,6 +200,13 @@ REQUESTS: dict[str, pl.DataType] = {
     "profiler_trace_id": pl.String,  # OSProfiler trace id (rally), null elsewhere
 }
 
+#: The template of each failed trace's first error (written by the analyze stage).
+ERROR_TEMPLATES: dict[str, pl.DataType] = {
+    "trace_id": pl.String,
+    "template_id": pl.Int64,
+    "template": pl.String,
+}
+
 TABLES: dict[str, dict[str, pl.DataType]] = {
     "events": EVENTS,
     "ingest_stats": INGEST_STATS,
@@ -209,6 +217,7 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
     "breakdown": BREAKDOWN,
     "phases": PHASES,
     "templates": TEMPLATES,
+    "error_templates": ERROR_TEMPLATES,
     "requests": REQUESTS,
 }
 

@@ -103,10 +103,9 @@ def analyze(store: RunStore, *, quarantine_sample: int = 200) -> dict[str, Any]:
     events = store.read("events")
     traces = store.read("traces")
     mined = mine_error_templates(events, traces)
-    store.write({"templates": mined["templates"]})
+    store.write(mined)
     manifest = store.manifest()
     with store.connect(read_only=True) as con:
-        con.register("error_templates", mined["error_templates"].to_arrow())
         s = _rows(con, "summary")[0]
         background = _rows(con, "background")[0]["n"]
         res = {n: _rows(con, n) for n in (
