@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 
+import polars as pl
 import pytest
 
 from stacklens.analyze.queries import QUERIES
@@ -47,3 +48,29 @@ def test_spark_matches_duckdb_on_real_logs(devstack_run):
         assert [list(r) for r in got[name]] == [list(r) for r in want[name]], f"{name}: columns differ"
         assert _norm(got[name]) == _norm(want[name]), f"{name}: values differ"
     assert sum(r["traces"] for r in got["summary"]) > 1000
+
+
+def test_ingest_on_spark_matches_local_ingest(tmp_path):
+    pytest.importorskip("pyspark", reason="PySpark not installed (pip install 'stacklens[spark]')")
+    if not shutil.which("java"):
+        pytest.skip("no Java runtime for Spark (apt install openjdk-17-jre-headless)")
+    from conftest import DATA, need
+
+    from stacklens.analyze.spark import local_session
+    from stacklens.ingest.pipeline import ingest
+    from stacklens.ingest.spark import collect, ingest_on_spark
+
+    logs = need(DATA / "oslo-logs" / "devstack-mitaka-kyuhwi")
+    local = ingest([str(logs)])
+    spark = local_session(2)
+    try:
+        tables = ingest_on_spark(spark, [str(logs)], partitions=4)
+        got = {name: collect(df, name) for name, df in tables.items()}
+    finally:
+        spark.stop()
+    key = ["file", "line_no"]
+    assert got["events"].sort(key).equals(local.events.sort(key))
+    assert got["quarantine"].sort(key).equals(local.quarantine.sort(key))
+    want_stats = local.ingest_stats.filter(pl.col("kind") != "timezone_assumption")
+    cols = ["file", "kind"]
+    assert got["ingest_stats"].sort(cols).equals(want_stats.sort(cols))

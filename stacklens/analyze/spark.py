@@ -11,6 +11,8 @@ runtime; on a cluster, submit a driver script that calls :func:`run_queries` wit
 from __future__ import annotations
 
 import math
+import os
+import sys
 from typing import Any
 
 from stacklens.analyze.queries import QUERIES
@@ -25,9 +27,14 @@ TABLE_NAMES = ("events", "ingest_stats", "quarantine", "spans", "flows", "traces
 
 
 def local_session(cores: int = 2) -> Any:
-    """A SparkSession on ``local[cores]`` with UTC and a small shuffle, for tests and laptops.
+    """A SparkSession on ``local[cores]`` bound to 127.0.0.1, with UTC and a small shuffle, for
+    tests and laptops.
 
     Raises :class:`~stacklens.errors.UserError` when PySpark is not installed."""
+    # loopback only: Spark otherwise binds to whatever address the host name resolves to
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # workers run this interpreter (with stacklens and its dependencies), not the system one
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
         from pyspark.sql import SparkSession
     except ImportError as e:  # pragma: no cover - depends on the environment
@@ -38,6 +45,8 @@ def local_session(cores: int = 2) -> Any:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", str(max(2, cores)))
         .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
         .getOrCreate()
     )
 

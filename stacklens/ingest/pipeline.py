@@ -25,7 +25,7 @@ from stacklens.ingest.sources import SourceFile, find_files, read_bytes
 from stacklens.ingest.tokenize import FileChunk, tokenize_batch
 from stacklens.schema import conform, empty
 
-__all__ = ["IngestResult", "ingest"]
+__all__ = ["IngestResult", "ingest", "ingest_files"]
 
 _SAMPLE_LINES = 400
 _BATCH_BYTES = 64 << 20  # tokenize small files together, up to about this many bytes
@@ -136,11 +136,36 @@ def ingest(
     file is read. Raises :class:`~stacklens.errors.InputNotFound` for a missing path and
     :class:`~stacklens.errors.NoLogsFound` when no file holds log records.
     """
+    return ingest_files(
+        list(find_files(paths)),
+        names=names,
+        tz_offset_s=tz_offset_s,
+        workers=workers,
+        on_file=on_file,
+        batch_bytes=batch_bytes,
+        inputs=[str(p) for p in paths],
+    )
+
+
+def ingest_files(
+    files: list[SourceFile],
+    *,
+    names: NameMap | None = None,
+    tz_offset_s: int = 0,
+    workers: int | None = None,
+    on_file: Callable[[int, int, int], None] | None = None,
+    batch_bytes: int = _BATCH_BYTES,
+    inputs: list[str] | None = None,
+    merged_seen: bool | None = None,
+) -> IngestResult:
+    """:func:`ingest` of files already found (a Spark partition gets its share this way).
+
+    ``merged_seen`` says whether os-log-merger output sits beside other logs in the whole input
+    (default: more than one file here)."""
     t0 = time.perf_counter()
     names = names or NameMap()
-    files = list(find_files(paths))
     # os-log-merger output is skipped when the folder also holds per-service logs
-    merged_seen = len(files) > 1
+    merged_seen = len(files) > 1 if merged_seen is None else merged_seen
     workers = workers or max(1, min(len(files), os.cpu_count() or 1))
     reads: list[_Read] = []
     toks: list[Future[_Tokenized]] = []
@@ -179,7 +204,7 @@ def ingest(
     stats.append(("*", "timezone_assumption", "info", 0, TIMEZONE_ASSUMPTION))
     if not evs:
         raise NoLogsFound(
-            f"no OpenStack log records found under {', '.join(map(str, paths))} "
+            f"no OpenStack log records found under {', '.join(inputs or [])} "
             f"({len(files)} files looked at)"
         )
     # file order, not time order: the trace stage sorts what it needs (a global sort here cost
@@ -199,5 +224,5 @@ def ingest(
         lines=sum(r.lines for r in reads),
         bytes=sum(r.nbytes for r in reads),
         wall_s=time.perf_counter() - t0,
-        inputs=[str(p) for p in paths],
+        inputs=inputs or [],
     )
