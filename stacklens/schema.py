@@ -17,6 +17,7 @@ import polars as pl
 
 __all__ = [
     "BREAKDOWN",
+    "CLOCK_OFFSETS",
     "ERROR_TEMPLATES",
     "EVENTS",
     "FLOWS",
@@ -200,6 +201,24 @@ REQUESTS: dict[str, pl.DataType] = {
     "profiler_trace_id": pl.String,  # OSProfiler trace id (rally), null elsewhere
 }
 
+#: Clock offset of each host per UTC day, from causal pairs (see :mod:`stacklens.trace.skew`):
+#: seconds to ADD to the host's raw timestamps to put them on the reference host's clock.
+CLOCK_OFFSETS: dict[str, pl.DataType] = {
+    "day": pl.String,  # UTC date of the records corrected
+    "host": pl.String,
+    "reference": pl.String,  # host whose clock is kept (offset 0)
+    "offset_s": pl.Float64,  # midpoint of the feasible interval; null unless bounded
+    "lo_s": pl.Float64,
+    "hi_s": pl.Float64,
+    "uncertainty_s": pl.Float64,  # half-width of the feasible interval
+    "n_constraints": pl.Int64,
+    "status": pl.String,  # reference, bounded, lower_only, upper_only, unconnected, unconstrained
+    "applied": pl.Boolean,  # offset applied (bounded and uncertainty <= 0.5 s)
+    "violations_before": pl.Int64,  # causal pairs violated by raw / corrected timestamps (day)
+    "violations_after": pl.Int64,
+    "dropped": pl.Int64,  # constraints dropped to break infeasible cycles
+}
+
 #: The template of each failed trace's first error (written by the analyze stage).
 ERROR_TEMPLATES: dict[str, pl.DataType] = {
     "trace_id": pl.String,
@@ -219,6 +238,7 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
     "templates": TEMPLATES,
     "error_templates": ERROR_TEMPLATES,
     "requests": REQUESTS,
+    "clock_offsets": CLOCK_OFFSETS,
 }
 
 

@@ -122,6 +122,12 @@ QUERIES: dict[str, str] = {
         FROM events WHERE rpc_kind IN ('call', 'cast')
         GROUP BY 1, 2 ORDER BY messages DESC, topic LIMIT 30
     """,
+    # clock offsets applied per host and day (multi-host runs)
+    "clocks": """
+        SELECT day, host, reference, offset_s, uncertainty_s, status, applied, n_constraints,
+               violations_before, violations_after, dropped
+        FROM clock_offsets ORDER BY day, host
+    """,
     "ingest_totals": """
         SELECT kind, severity, sum("count") AS count, count(*) AS files
         FROM ingest_stats GROUP BY kind, severity ORDER BY severity, kind

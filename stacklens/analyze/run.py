@@ -4,7 +4,8 @@ The report dict (format version 1) has the keys ``format_version``, ``stacklens_
 ``inputs``, ``timezone_assumption``, ``window`` {start, end (ISO 8601 UTC), dur_s},
 ``summary`` {traces, background_traces, by_outcome, success_rate, failure_rate, retry_rate,
 throughput_rps}, ``operations``, ``components``, ``timeline``, ``hosts``, ``errors``, ``phases``,
-``locks``, ``rpc``, ``slowest``, ``failed``, ``waterfalls`` {trace_id: [span rows with start_s
+``locks``, ``rpc``, ``clocks`` (per host and day: offset_s, uncertainty_s, status, violations
+before/after correction), ``slowest``, ``failed``, ``waterfalls`` {trace_id: [span rows with start_s
 and dur_s relative to the trace start]}, ``ingest`` {files, files_skipped, lines, records,
 quarantined, stats, quarantine_sample}. Rates are fractions of requests (not of background
 work); throughput is completed requests (success + retried) per second of the window.
@@ -110,7 +111,7 @@ def analyze(store: RunStore, *, quarantine_sample: int = 200) -> dict[str, Any]:
         background = _rows(con, "background")[0]["n"]
         res = {n: _rows(con, n) for n in (
             "operations", "components", "timeline", "hosts", "errors", "slowest", "failed",
-            "phases", "locks", "rpc", "ingest_totals",
+            "phases", "locks", "rpc", "ingest_totals", "clocks",
         )}
         stats = con.sql(
             'SELECT file, kind, severity, "count", detail FROM ingest_stats '
@@ -156,7 +157,7 @@ def analyze(store: RunStore, *, quarantine_sample: int = 200) -> dict[str, Any]:
             "throughput_rps": done / window_s if window_s else None,
         },
         **{k: res[k] for k in ("operations", "components", "timeline", "hosts", "errors",
-                               "phases", "locks", "rpc", "slowest", "failed")},
+                               "phases", "locks", "rpc", "slowest", "failed", "clocks")},
         "waterfalls": _waterfalls(store.read("spans"), wf_ids),
         "ingest": {
             "files": manifest.get("ingest", {}).get("files_read", 0),

@@ -23,7 +23,7 @@ __all__ = ["TABLE_NAMES", "local_session", "run_queries"]
 
 #: Tables the analyses read (``error_templates`` is written by the analyze stage).
 TABLE_NAMES = ("events", "ingest_stats", "quarantine", "spans", "flows", "traces", "breakdown",
-               "phases", "templates", "error_templates")
+               "phases", "templates", "error_templates", "clock_offsets")
 
 
 def local_session(cores: int = 2) -> Any:

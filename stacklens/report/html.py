@@ -467,6 +467,10 @@ def render_html(report: dict) -> str:
                *(_secs(p.get(k)) for k in ("p50_s", "p95_s", "max_s"))] for p in _rows(r.get("phases"))]
     locks = [[f"<td class='mono'>{_text(lk.get('lock_name'))}</td>", _int(lk.get("waits")),
               *(_secs(lk.get(k)) for k in ("max_waited_s", "total_waited_s"))] for lk in _rows(r.get("locks"))]
+    clocks = [[_text(c.get("day")), f"<td class='mono'>{_text(c.get('host'))}</td>", _text(c.get("status")),
+               _secs(c.get("offset_s")), _secs(c.get("uncertainty_s")), _text("yes" if c.get("applied") else "no"),
+               *(_int(c.get(k)) for k in ("n_constraints", "violations_before", "violations_after", "dropped"))]
+              for c in _rows(r.get("clocks"))]
     rpc = [[_text(m.get("topic")), _text(m.get("kind")), _int(m.get("messages"))] for m in _rows(r.get("rpc"))]
     buttons = ('<span class="btns" id="stat-buttons"><button type="button" class="on" data-stat="p50">p50</button>'
                '<button type="button" data-stat="p95">p95</button></span>')
@@ -496,6 +500,13 @@ def render_html(report: dict) -> str:
             "locks-table", ["lock", "#waits", "#max waited s", "#total waited s"], locks, "no lock waits logged")),
         _section("rpc", "RPC messages by topic", _table(
             "rpc-table", ["topic", "kind", "#messages"], rpc, "no RPC lines (DEBUG off?)")),
+        _section("clocks", "Clock skew between hosts", (
+            '<p class="hint">Seconds added to each host\'s timestamps to put them on the reference'
+            ' host\'s clock, from causal pairs (a message is sent before it is received); applied'
+            ' when the uncertainty is at most 0.5 s. Violations: causal pairs whose effect was'
+            ' logged before its cause, before and after correction.</p>' if clocks else "") + _table(
+            "clocks-table", ["day", "host", "status", "#offset s", "#± s", "applied", "#constraints",
+                             "#violations before", "#after", "#dropped"], clocks, "single host or no cross-host pairs")),
         _section("hosts", "Hosts", _table("hosts-table", ["host", "service", "#events", "#errors", "#spans", "#span p50 s", "#span p95 s"], hosts, "no hosts")),
         _ingest(r),
     ])

@@ -88,6 +88,16 @@ def render_terminal(report: dict[str, Any], *, top: int = 12) -> list[Renderable
          for e in errs] or [["-", "no failed requests", 0, "-"]],
         {2},
     ))
+    clocks = report.get("clocks", [])
+    if clocks:
+        out.append(_table(
+            "Clock skew (seconds added to each host's clock; violations before -> after)",
+            ["day", "host", "status", "offset", "+-", "applied", "violations"],
+            [[c["day"], c["host"], c["status"], _s(c["offset_s"]), _s(c["uncertainty_s"]),
+              "yes" if c["applied"] else "no", f"{c['violations_before']} -> {c['violations_after']}"]
+             for c in clocks],
+            {3, 4},
+        ))
     totals = ing.get("totals", [])
     tbl = _table(
         f"Ingest: {ing.get('files', 0)} files read, {ing.get('files_skipped', 0)} skipped, "

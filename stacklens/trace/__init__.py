@@ -11,6 +11,7 @@ import polars as pl
 
 from stacklens.schema import conform
 from stacklens.trace.classify import breakdown, classify_traces, phases
+from stacklens.trace.clocks import correct_clocks
 from stacklens.trace.link import link_events
 from stacklens.trace.spans import build_flows, build_spans, timed_events
 
@@ -32,10 +33,13 @@ def _span_operation() -> pl.Expr:
 def build_traces(events: pl.DataFrame) -> dict[str, pl.DataFrame]:
     """Build the trace-stage tables from a canonical ``events`` frame.
 
-    Returns ``{"spans", "flows", "traces", "breakdown", "phases"}`` frames conformed to
+    Host clocks are first corrected per day from causal pairs (:mod:`stacklens.trace.clocks`).
+    Returns ``{"spans", "flows", "traces", "breakdown", "phases", "clock_offsets"}`` frames
+    conformed to
     :mod:`stacklens.schema`. Pure; raises nothing on odd data (events without any request id
     simply form no trace).
     """
+    events, offsets = correct_clocks(events)
     linked = link_events(events)
     tev = timed_events(linked)
     spans = build_spans(tev, _span_operation())
@@ -47,4 +51,5 @@ def build_traces(events: pl.DataFrame) -> dict[str, pl.DataFrame]:
         "traces": conform(traces, "traces"),
         "breakdown": conform(breakdown(tev, traces), "breakdown"),
         "phases": conform(phases(tev), "phases"),
+        "clock_offsets": conform(offsets, "clock_offsets"),
     }
