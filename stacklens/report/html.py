@@ -360,11 +360,12 @@ def _cards(r: dict) -> str:
     s = _dict(r.get("summary"))
     by, total = _dict(s.get("by_outcome")), _num(s.get("traces"))
     given = {"success": s.get("success_rate"), "failed": s.get("failure_rate"), "retried": s.get("retry_rate")}
-    cards = [("traces", _int(total), "in window", "#4a5568")]
+    bg = _num(s.get("background_traces"))
+    cards = [("requests", _int(total), f"API requests in window; {_int(bg)} background traces", "#4a5568")]
     for o in OUTCOMES:
         n = _num(by.get(o))
         rate = n / total if n is not None and total else given.get(o)
-        cards.append((o, _int(n), _pct(rate) + " of traces", OUTCOME_COLORS[o]))
+        cards.append((o, _int(n), _pct(rate) + " of requests", OUTCOME_COLORS[o]))
     cards.append(("throughput", _secs(s.get("throughput_rps")), "requests / s", "#2b6cb0"))
     return '<div class="cards" id="summary">' + "".join(
         f'<div class="card" style="--c:{c}"><div class="l">{_e(label)}</div><div class="v">{v}</div>'
