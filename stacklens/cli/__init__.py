@@ -9,7 +9,7 @@ import sys
 import typer
 
 from stacklens import __version__
-from stacklens.cli import analyze_cmd, ingest_cmd, report_cmd, trace_cmd
+from stacklens.cli import analyze_cmd, cleanup_cmd, ingest_cmd, report_cmd, run_cmd, trace_cmd
 from stacklens.errors import StacklensError
 
 __all__ = ["app", "main"]
@@ -25,6 +25,8 @@ app.command("analyze")(analyze_cmd.analyze)
 app.command("ingest")(ingest_cmd.ingest)
 app.command("trace")(trace_cmd.trace)
 app.command("report")(report_cmd.report)
+app.command("run")(run_cmd.run)
+app.command("cleanup")(cleanup_cmd.cleanup)
 
 
 @app.callback(invoke_without_command=True)

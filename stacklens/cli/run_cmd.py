@@ -1,0 +1,140 @@
+"""``stacklens run SCENARIO --out RUN``: drive a boot storm and record every server's lifecycle.
+
+Data (the summary, or ``--json``) on stdout; the progress bar and notes on stderr. Exit codes:
+0 ok, 1 user error, 3 SLA breach, 130 interrupted (Ctrl-C: the first stops issuing and deletes
+what the run created, the second exits at once; ``stacklens cleanup RUN`` removes leftovers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from stacklens.drive.client import resolve_connection
+from stacklens.drive.driver import DriveStats
+from stacklens.drive.plan import Plan
+from stacklens.drive.scenario import load_scenario
+from stacklens.drive.session import RunResult, finalize_records, run_scenario
+from stacklens.errors import SlaBreach
+
+err = Console(stderr=True)
+
+SCENARIO = typer.Argument(..., help="Scenario YAML (see examples/).")
+RUN_OUT = typer.Option(..., "--out", "-o", envvar="STACKLENS_OUT",
+                       help="Run folder to create (requests.jsonl, tables, manifest).")
+CLOUD = typer.Option(None, "--cloud", envvar="OS_CLOUD",
+                     help="clouds.yaml entry (overrides the scenario's 'cloud').")
+ENDPOINT = typer.Option(None, "--endpoint", envvar="STACKLENS_ENDPOINT",
+                        help="Compute endpoint, e.g. http://127.0.0.1:8774/v2.1 (noauth2 clouds).")
+TOKEN = typer.Option(None, "--token", envvar="STACKLENS_TOKEN",
+                     help="X-Auth-Token to send with --endpoint (noauth2: user:project).")
+
+
+def _print_summary(res: RunResult) -> None:
+    from stacklens.drive.session import summarize
+
+    s = summarize(res.summary.records)
+    st = res.summary.stats
+    t = Table(title=f"run {res.plan.run_id} ({res.plan.scenario})", show_header=True)
+    t.add_column("measure")
+    t.add_column("value", justify="right")
+    t.add_row("servers", str(s["servers"]))
+    for k, v in s["outcomes"].items():
+        t.add_row(f"  {k}", str(v))
+    for k in ("api_s", "create_s", "delete_s"):
+        for q, v in s[k].items():
+            t.add_row(f"{k} {q}", "-" if v is None else f"{v:.2f}")
+    t.add_row("peak in flight", str(st.peak_in_flight))
+    t.add_row("list calls", str(st.list_calls))
+    t.add_row("hosts", str(s["hosts"]))
+    for c in res.sla:
+        t.add_row("SLA", c.describe())
+    Console().print(t)
+
+
+def run(
+    scenario: Path = SCENARIO,
+    out: Path = RUN_OUT,
+    cloud: str | None = CLOUD,
+    endpoint: str | None = ENDPOINT,
+    token: str | None = TOKEN,
+    computes: int | None = typer.Option(None, "--computes", help="Compute nodes, for per_compute "
+                                        "(default: the scenario's, else nova-compute services up)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
+) -> None:
+    """Boot servers as the scenario says, watch them with one list call per poll interval,
+    delete them, and record each one's timestamps, request ids, host and outcome."""
+    scn = load_scenario(scenario)
+    text = scenario.read_text(encoding="utf-8")
+    # precedence: --endpoint, --cloud, the scenario's client.endpoint, the scenario's cloud
+    if endpoint or cloud:
+        conn = resolve_connection(cloud, endpoint, token)
+    else:
+        conn = resolve_connection(scn.cloud, scn.client.endpoint, token)
+    quiet = as_json or not err.is_terminal
+    with Progress(
+        TextColumn("run"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("in flight {task.fields[in_flight]}"), TextColumn("ACTIVE {task.fields[active]}"),
+        TextColumn("failed {task.fields[failed]}"), TimeElapsedColumn(),
+        console=err, disable=quiet, transient=True,
+    ) as prog:
+        task = prog.add_task("run", total=None, in_flight=0, active=0, failed=0)
+
+        def on_plan(plan: Plan) -> None:
+            prog.update(task, total=plan.total * plan.repetitions)
+            err.print(f"run {plan.run_id}: {plan.total * plan.repetitions} servers named "
+                      f"{plan.prefix}*, writing {out}")
+
+        def on_tick(st: DriveStats) -> None:
+            prog.update(task, completed=st.done, in_flight=st.in_flight, active=st.active,
+                        failed=st.failed)
+
+        async def main() -> RunResult:
+            # Ctrl-C: the first cancels the run task (the driver stops issuing and cleans up),
+            # the second cancels its cleanup, a third exits without writing anything more.
+            task, loop, hits = asyncio.current_task(), asyncio.get_running_loop(), [0]
+
+            def on_sigint() -> None:
+                hits[0] += 1
+                if hits[0] >= 3:
+                    os._exit(130)
+                err.print("run: stopping and deleting this run's servers (Ctrl-C again: exit "
+                          "at once)" if hits[0] == 1 else "run: exiting at once")
+                assert task is not None
+                task.cancel()
+
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+            try:
+                return await run_scenario(scn, conn, out, scenario_text=text, on_tick=on_tick,
+                                          on_plan=on_plan, computes=computes)
+            finally:
+                loop.remove_signal_handler(signal.SIGINT)
+
+        try:
+            res = asyncio.run(main())
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            n = finalize_records(out) if (out / "requests.jsonl").exists() else 0
+            err.print(f"run: interrupted twice; {n} records kept in {out}. Servers may remain: "
+                      f"stacklens cleanup {out}")
+            raise typer.Exit(130) from None
+    if as_json:
+        sys.stdout.write(json.dumps(json.loads((out / "manifest.json").read_text())["run"],
+                                    indent=2) + "\n")
+    else:
+        _print_summary(res)
+    if res.summary.leftovers:
+        err.print(f"run: {len(res.summary.leftovers)} servers remain: stacklens cleanup {out}")
+    if res.summary.interrupted:
+        err.print(f"run: interrupted; records in {out}/requests.jsonl")
+        raise typer.Exit(130)
+    if res.breached:
+        raise SlaBreach("SLA failed: " + "; ".join(c.describe() for c in res.breached))

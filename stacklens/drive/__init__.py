@@ -1,0 +1,69 @@
+"""The load driver: boot storms against a compute API, recorded from the client's side.
+
+``stacklens run scenario.yaml --out RUN`` = :func:`load_scenario` -> :func:`run_scenario`
+(:class:`Driver` on a :class:`ComputeClient`) -> ``RUN/requests.jsonl`` and the canonical
+``requests`` table. Rally results load into the same records with :func:`read_rally`.
+
+This package sits below ingest in the pipeline: it imports only :mod:`stacklens.store`,
+:mod:`stacklens.schema` and :mod:`stacklens.errors`, never ingest, trace, analyze, report or
+the CLI.
+
+Modules: ``scenario`` (YAML + pydantic), ``shape`` (load shapes, pure), ``clock`` (injected
+clocks, virtual-time loop), ``client`` (httpx compute client, clouds.yaml), ``plan`` (a resolved
+run), ``driver`` (the asyncio driver), ``cleanup`` (leftovers by prefix), ``records`` (the record, JSONL, Polars), ``reach`` (ping/SSH),
+``sla``, ``rally``, ``session`` (one run end to end), ``fake_nova`` (a fake compute API for
+tests and the benchmark).
+"""
+
+from stacklens.drive.cleanup import CleanupResult, cleanup_prefix
+from stacklens.drive.client import ApiResult, ComputeClient, Connection, resolve_connection
+from stacklens.drive.clock import LoopClock, SystemClock, VirtualTimeLoop, run_virtual
+from stacklens.drive.driver import Driver, DriveStats, DriveSummary
+from stacklens.drive.plan import Plan, new_run_id, plan_from_scenario, run_prefix
+from stacklens.drive.rally import read_rally, records_from_rally
+from stacklens.drive.records import RecordWriter, RequestRecord, read_records, to_frame
+from stacklens.drive.scenario import Scenario, ScenarioError, load_scenario, parse_scenario
+from stacklens.drive.session import RunResult, finalize_records, run_scenario
+from stacklens.drive.shape import Burst, Constant, Linear, Shape, Steps, make_shape
+from stacklens.drive.sla import SlaCheck, evaluate_sla
+
+__all__ = [
+    "ApiResult",
+    "Burst",
+    "CleanupResult",
+    "ComputeClient",
+    "Connection",
+    "Constant",
+    "DriveStats",
+    "DriveSummary",
+    "Driver",
+    "Linear",
+    "LoopClock",
+    "Plan",
+    "RecordWriter",
+    "RequestRecord",
+    "RunResult",
+    "Scenario",
+    "ScenarioError",
+    "Shape",
+    "SlaCheck",
+    "Steps",
+    "SystemClock",
+    "VirtualTimeLoop",
+    "cleanup_prefix",
+    "evaluate_sla",
+    "finalize_records",
+    "load_scenario",
+    "make_shape",
+    "new_run_id",
+    "parse_scenario",
+    "plan_from_scenario",
+    "read_rally",
+    "read_records",
+    "records_from_rally",
+    "resolve_connection",
+    "run_prefix",
+    "run_scenario",
+    "run_virtual",
+    "to_frame",
+]
