@@ -7,7 +7,8 @@
     │   ├── InputNotFound          a path given on the command line does not exist
     │   ├── NoLogsFound            paths exist but hold no file stacklens can read as a log
     │   ├── StoreError             a run folder is missing a stage's tables or is of another version
-    │   └── MapError               a --host-map / --service-map entry cannot be parsed
+    │   ├── MapError               a --host-map / --service-map entry cannot be parsed
+    │   └── LabError               the local lab cannot start or is missing packages
     └── SlaBreach                  an SLA or regression check failed: exit code 3
 
 Bad log *lines* are never exceptions: ingest counts them in ``ingest_stats`` and keeps them in
@@ -20,6 +21,7 @@ from __future__ import annotations
 __all__ = [
     "EXIT_CODES",
     "InputNotFound",
+    "LabError",
     "MapError",
     "NoLogsFound",
     "SlaBreach",
@@ -57,6 +59,11 @@ class StoreError(UserError):
 
 class MapError(UserError):
     """A ``--host-map`` or ``--service-map`` entry is not of the form ``GLOB=NAME``."""
+
+
+class LabError(UserError):
+    """``stacklens lab`` cannot do what was asked: packages or services missing, a service
+    that does not come up; the message says what to install or where its log is."""
 
 
 class SlaBreach(StacklensError):

@@ -49,7 +49,7 @@ def logs(tmp_path: Path) -> Path:
 def test_version_and_help():
     r = run("--version")
     assert r.returncode == 0 and r.stdout.strip() == stacklens.__version__
-    for cmd in ("analyze", "ingest", "trace", "report", "run", "cleanup"):
+    for cmd in ("analyze", "ingest", "trace", "report", "run", "cleanup", "collect", "lab"):
         r = run(cmd, "--help")
         assert r.returncode == 0, r.stderr
         assert "Usage" in r.stdout

@@ -12,7 +12,7 @@ success, failure or latency figures.
 
 from __future__ import annotations
 
-__all__ = ["QUERIES"]
+__all__ = ["CLIENT_QUERIES", "QUERIES"]
 
 _REQ = "http_status IS NOT NULL"
 _OUTCOME_COUNTS = ",\n".join(
@@ -131,5 +131,49 @@ QUERIES: dict[str, str] = {
     "ingest_totals": """
         SELECT kind, severity, sum("count") AS count, count(*) AS files
         FROM ingest_stats GROUP BY kind, severity ORDER BY severity, kind
+    """,
+}
+
+_CLIENT_JOIN = """
+    WITH r AS (SELECT * FROM requests WHERE create_http_status IS NOT NULL),
+         j AS (
+           SELECT r.name, r.server_id, r.outcome AS client_outcome, r.api_s, r.create_s,
+                  r.submit_ns, r.active_ns,
+                  coalesce(g.trace_id, q.trace_id) AS trace_id,
+                  coalesce(g.outcome, q.outcome) AS server_outcome,
+                  coalesce(g.dur_s, q.dur_s) AS server_dur_s,
+                  coalesce(g.start_ns, q.start_ns) AS t_start_ns,
+                  coalesce(g.end_ns, q.end_ns) AS t_end_ns,
+                  coalesce(g.end_exact, q.end_exact) AS t_end_exact
+           FROM r
+           LEFT JOIN traces g ON g.trace_id = r.global_request_id
+           LEFT JOIN traces q ON q.trace_id = r.request_id)
+"""
+
+#: Client records (``requests``, written by ``stacklens run``) joined to server traces by the
+#: request id the client sent (global request id) or the one nova returned. ``before_server_s``:
+#: client submit to the first server record (connection pool, network, nova-api queue);
+#: ``polling_delay_s``: server completion to ACTIVE seen by the client.
+CLIENT_QUERIES: dict[str, str] = {
+    "client_server_summary": _CLIENT_JOIN + """
+        SELECT count(*) AS requests,
+               sum(CASE WHEN trace_id IS NOT NULL THEN 1 ELSE 0 END) AS found,
+               sum(CASE WHEN client_outcome = 'ok' AND server_outcome IN ('success', 'retried')
+                        THEN 1 ELSE 0 END) AS both_ok,
+               sum(CASE WHEN trace_id IS NOT NULL AND (client_outcome = 'ok') <>
+                        (server_outcome IN ('success', 'retried')) THEN 1 ELSE 0 END) AS disagree,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY create_s) AS client_create_p50_s,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY server_dur_s) AS server_p50_s,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY (t_start_ns - submit_ns) / 1e9)
+                 AS before_server_p50_s,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY CASE WHEN t_end_exact
+                 THEN (active_ns - t_end_ns) / 1e9 END) AS polling_delay_p50_s
+        FROM j
+    """,
+    "client_server": _CLIENT_JOIN + """
+        SELECT name, server_id, trace_id, client_outcome, server_outcome, api_s, create_s,
+               server_dur_s, (t_start_ns - submit_ns) / 1e9 AS before_server_s,
+               CASE WHEN t_end_exact THEN (active_ns - t_end_ns) / 1e9 END AS polling_delay_s
+        FROM j ORDER BY create_s DESC NULLS LAST, name LIMIT 500
     """,
 }

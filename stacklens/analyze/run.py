@@ -4,7 +4,8 @@ The report dict (format version 1) has the keys ``format_version``, ``stacklens_
 ``inputs``, ``timezone_assumption``, ``window`` {start, end (ISO 8601 UTC), dur_s},
 ``summary`` {traces, background_traces, by_outcome, success_rate, failure_rate, retry_rate,
 throughput_rps}, ``operations``, ``components``, ``timeline``, ``hosts``, ``errors``, ``phases``,
-``locks``, ``rpc``, ``clocks`` (per host and day: offset_s, uncertainty_s, status, violations
+``locks``, ``rpc``, ``client_server`` (runs of ``stacklens run``: client records joined
+to traces, else null), ``clocks`` (per host and day: offset_s, uncertainty_s, status, violations
 before/after correction), ``slowest``, ``failed``, ``waterfalls`` {trace_id: [span rows with start_s
 and dur_s relative to the trace start]}, ``ingest`` {files, files_skipped, lines, records,
 quarantined, stats, quarantine_sample}. Rates are fractions of requests (not of background
@@ -21,7 +22,7 @@ import duckdb
 import polars as pl
 
 from stacklens import __version__
-from stacklens.analyze.queries import QUERIES
+from stacklens.analyze.queries import CLIENT_QUERIES, QUERIES
 from stacklens.analyze.templates import TemplateMiner
 from stacklens.store import RunStore
 
@@ -47,7 +48,7 @@ def _clean(v: Any) -> Any:
 
 
 def _rows(con: duckdb.DuckDBPyConnection, name: str) -> list[dict[str, Any]]:
-    cur = con.execute(QUERIES[name])
+    cur = con.execute({**QUERIES, **CLIENT_QUERIES}[name])
     cols = [d[0] for d in cur.description]
     return [{c: _clean(v) for c, v in zip(cols, r, strict=True)} for r in cur.fetchall()]
 
@@ -117,6 +118,12 @@ def analyze(store: RunStore, *, quarantine_sample: int = 200) -> dict[str, Any]:
             'SELECT file, kind, severity, "count", detail FROM ingest_stats '
             "WHERE kind NOT IN ('format') ORDER BY severity DESC, \"count\" DESC LIMIT 500"
         ).pl()
+        client = None
+        if store.has("requests"):
+            client = {
+                "summary": _rows(con, "client_server_summary")[0],
+                "rows": _rows(con, "client_server"),
+            }
         qn = con.execute("SELECT count(*) FROM quarantine").fetchall()[0][0]
         qs = con.sql(
             f"SELECT file, line_no, reason, raw FROM quarantine ORDER BY file, line_no "
@@ -158,6 +165,7 @@ def analyze(store: RunStore, *, quarantine_sample: int = 200) -> dict[str, Any]:
         },
         **{k: res[k] for k in ("operations", "components", "timeline", "hosts", "errors",
                                "phases", "locks", "rpc", "slowest", "failed", "clocks")},
+        "client_server": client,
         "waterfalls": _waterfalls(store.read("spans"), wf_ids),
         "ingest": {
             "files": manifest.get("ingest", {}).get("files_read", 0),

@@ -9,7 +9,16 @@ import sys
 import typer
 
 from stacklens import __version__
-from stacklens.cli import analyze_cmd, cleanup_cmd, ingest_cmd, report_cmd, run_cmd, trace_cmd
+from stacklens.cli import (
+    analyze_cmd,
+    cleanup_cmd,
+    collect_cmd,
+    ingest_cmd,
+    lab_cmd,
+    report_cmd,
+    run_cmd,
+    trace_cmd,
+)
 from stacklens.errors import StacklensError
 
 __all__ = ["app", "main"]
@@ -27,6 +36,8 @@ app.command("trace")(trace_cmd.trace)
 app.command("report")(report_cmd.report)
 app.command("run")(run_cmd.run)
 app.command("cleanup")(cleanup_cmd.cleanup)
+app.add_typer(lab_cmd.lab_app, name="lab")
+app.command("collect")(collect_cmd.collect_cmd)
 
 
 @app.callback(invoke_without_command=True)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -31,8 +32,10 @@ def ingest_stage(
     tz_offset_s: int,
     workers: int | None,
     quiet: bool = False,
+    window_ns: tuple[int, int] | None = None,
 ) -> RunStore:
-    """Ingest ``paths`` into the run folder ``out``; progress bar on stderr."""
+    """Ingest ``paths`` into the run folder ``out``; progress bar on stderr. With ``window_ns``
+    only records inside ``[start, end]`` are kept (the rest are counted in ``ingest_stats``)."""
     names = NameMap(host_map, service_map)
     with Progress(
         TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
@@ -48,9 +51,16 @@ def ingest_stage(
 
         res = run_ingest(paths, names=names, tz_offset_s=tz_offset_s, workers=workers,
                          on_file=on_file)
+    events, stats = res.events, res.ingest_stats
+    if window_ns is not None:
+        inside = pl.col("ts_ns").is_between(*window_ns)
+        n_out = events.height - events.filter(inside).height
+        events = events.filter(inside)
+        stats = pl.concat([stats, pl.DataFrame(
+            [("*", "outside_run_window", "info", n_out, "records outside the run's time window")],
+            schema=stats.schema, orient="row")])
     store = RunStore(out)
-    store.write({"events": res.events, "ingest_stats": res.ingest_stats,
-                 "quarantine": res.quarantine})
+    store.write({"events": events, "ingest_stats": stats, "quarantine": res.quarantine})
     store.update_manifest(
         inputs=res.inputs,
         stages=["ingest"],
@@ -59,7 +69,7 @@ def ingest_stage(
             "files_skipped": res.files_skipped,
             "lines": res.lines,
             "bytes": res.bytes,
-            "records": res.events.height,
+            "records": events.height,
             "quarantined": res.quarantine.height,
             "wall_s": round(res.wall_s, 3),
             "lines_per_s": round(res.lines / res.wall_s) if res.wall_s else None,
@@ -88,7 +98,9 @@ def trace_stage(store: RunStore, quiet: bool = False) -> dict[str, Any]:
     return tables
 
 
-def report_stage(store: RunStore, as_json: bool, html: bool = True) -> dict[str, Any]:
+def report_stage(
+    store: RunStore, as_json: bool, html: bool = True, quiet_terminal: bool = False
+) -> dict[str, Any]:
     """Analyze, write ``report.json`` (and ``report.html``), print the summary or the JSON."""
     report = analyze(store)
     text = json.dumps(report, indent=2, default=str)
@@ -97,7 +109,7 @@ def report_stage(store: RunStore, as_json: bool, html: bool = True) -> dict[str,
         (store.path / "report.html").write_text(render_html(report), encoding="utf-8")
     if as_json:
         sys.stdout.write(text + "\n")
-    else:
+    elif not quiet_terminal:
         con = Console()
         for r in render_terminal(report):
             con.print(r)

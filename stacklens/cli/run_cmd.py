@@ -61,6 +61,23 @@ def _print_summary(res: RunResult) -> None:
     Console().print(t)
 
 
+def _server_view(out: Path, sources: list[str], res: RunResult, quiet: bool) -> None:
+    """Read the cloud's logs of the run window into the same run folder, trace them and report
+    client and server views side by side (``report.json`` key ``client_server``)."""
+    from stacklens.cli._stages import ingest_stage, report_stage, trace_stage
+
+    margin = 60 * 1_000_000_000
+    window = (res.summary.started_ns - margin, res.summary.ended_ns + margin)
+    store = ingest_stage(sources, out, [], [], 0, None, quiet=quiet, window_ns=window)
+    trace_stage(store, quiet=quiet)
+    report = report_stage(store, as_json=False, quiet_terminal=quiet)
+    cs = (report.get("client_server") or {}).get("summary") or {}
+    if cs:
+        err.print(f"run: {cs.get('found')} of {cs.get('requests')} requests found in the server "
+                  f"traces; client create p50 {cs.get('client_create_p50_s')} s, server p50 "
+                  f"{cs.get('server_p50_s')} s")
+
+
 def run(
     scenario: Path = SCENARIO,
     out: Path = RUN_OUT,
@@ -70,6 +87,8 @@ def run(
     computes: int | None = typer.Option(None, "--computes", help="Compute nodes, for per_compute "
                                         "(default: the scenario's, else nova-compute services up)."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
+    logs: list[str] = typer.Option([], "--logs", help="Log folders to read after the load "
+                                   "(repeatable; default: the scenario's 'logs')."),
 ) -> None:
     """Boot servers as the scenario says, watch them with one list call per poll interval,
     delete them, and record each one's timestamps, request ids, host and outcome."""
@@ -131,6 +150,9 @@ def run(
                                     indent=2) + "\n")
     else:
         _print_summary(res)
+    sources = logs or list(scn.logs)
+    if sources:
+        _server_view(out, sources, res, quiet=as_json)
     if res.summary.leftovers:
         err.print(f"run: {len(res.summary.leftovers)} servers remain: stacklens cleanup {out}")
     if res.summary.interrupted:

@@ -4,7 +4,9 @@ Sources of the formats (read in the OpenStack code):
 
 * wsgi access lines: eventlet ``wsgi_log_format`` default in nova/cinder/glance
   (``%(client_ip)s "%(request_line)s" status: %(status_code)s len: %(body_length)s time:
-  %(wall_seconds).7f``) and neutron's ``"GET /v2.0/ports HTTP/1.1" 200 1234 0.012``.
+  %(wall_seconds).7f``), nova-api under a WSGI server (2025.1, ``nova/api/openstack/
+  requestlog.py``: ``"POST /v2.1/servers" status: 202 len: 372 microversion: 2.37 time: 0.52``)
+  and neutron's ``"GET /v2.0/ports HTTP/1.1" 200 1234 0.012``.
 * tempest ``rest_client``: ``Request (Test:test_x): 202 POST http://.../servers 1.301s``.
 * nova compute timing: ``Took 12.3 seconds to spawn the instance on the hypervisor.``
 * oslo.messaging amqpdriver DEBUG lines: ``CALL msg_id: <32 hex> exchange 'nova' topic
@@ -22,7 +24,7 @@ import polars as pl
 __all__ = ["add_facts"]
 
 _M = r"(GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS)"
-_WSGI = r"\"" + _M + r" (\S+) HTTP/\d\.\d\"(?: status:)? (\d{3}) (?:len: )?\d+(?: time:)? (\d+\.\d+)"
+_WSGI = r"\"" + _M + r" (\S+)(?: HTTP/\d\.\d)?\"(?: status:)? (\d{3}) (?:len: )?\d+(?: microversion: \S+)?(?: time:)? (\d+\.\d+)"
 _CLIENT = r"^Request \([^)]*\): (\d{3}) " + _M + r" (\S+)(?: (\d+\.\d+)s)?"
 _TOOK = r"Took (\d+(?:\.\d+)?) seconds to ([^.]*)"
 _RPC = (
