@@ -61,6 +61,19 @@ def _print_summary(res: RunResult) -> None:
     Console().print(t)
 
 
+def _use_local_lab(cloud: str | None) -> list[str]:
+    """For the cloud ``stacklens-lab``: point clouds.yaml at the running lab's (unless
+    OS_CLIENT_CONFIG_FILE says otherwise) and return its log folder, read after the run."""
+    if cloud != "stacklens-lab":
+        return []
+    from stacklens.lab.config import default_lab_dir
+
+    root = default_lab_dir()
+    if (root / "clouds.yaml").exists():
+        os.environ.setdefault("OS_CLIENT_CONFIG_FILE", str(root / "clouds.yaml"))
+    return [str(root / "logs")] if (root / "logs").is_dir() else []
+
+
 def _server_view(out: Path, sources: list[str], res: RunResult, quiet: bool) -> None:
     """Read the cloud's logs of the run window into the same run folder, trace them and report
     client and server views side by side (``report.json`` key ``client_server``)."""
@@ -94,6 +107,7 @@ def run(
     delete them, and record each one's timestamps, request ids, host and outcome."""
     scn = load_scenario(scenario)
     text = scenario.read_text(encoding="utf-8")
+    lab_logs = _use_local_lab(cloud or scn.cloud)
     # precedence: --endpoint, --cloud, the scenario's client.endpoint, the scenario's cloud
     if endpoint or cloud:
         conn = resolve_connection(cloud, endpoint, token)
@@ -150,7 +164,7 @@ def run(
                                     indent=2) + "\n")
     else:
         _print_summary(res)
-    sources = logs or list(scn.logs)
+    sources = logs or list(scn.logs) or lab_logs
     if sources:
         _server_view(out, sources, res, quiet=as_json)
     if res.summary.leftovers:
