@@ -41,7 +41,12 @@ meant for a 2-core machine.
 Output: one JSON object on stdout; progress on stderr. Usage::
 
     python bench/ingest_bench.py [--lines N] [--repeat K] [--corpus DIR] [--keep]
-                                 [--also-python-api]
+                                 [--also-python-api] [--native | --no-native]
+
+``--native`` / ``--no-native`` set ``STACKLENS_NATIVE`` (1 / 0) for the stacklens children: the
+native tokenizer (``stacklens_native``, built from ``native/``) or the pure-Polars path; by default
+the children use the native tokenizer when it is installed. ``stacklens.native`` in the output
+says which path ran.
 """
 
 from __future__ import annotations
@@ -240,10 +245,29 @@ def stacklens_cmd() -> list[str]:
     return [sys.executable, "-c", "from stacklens.cli import main; main()"]
 
 
-def run_stacklens(corpus: Path, out: Path, timeout_s: float) -> dict:
+def child_env(native: bool | None) -> dict[str, str] | None:
+    """The stacklens children's environment: ``STACKLENS_NATIVE`` set when asked."""
+    if native is None:
+        return None
+    return {**os.environ, "STACKLENS_NATIVE": "1" if native else "0"}
+
+
+def native_used(native: bool | None) -> bool:
+    """Whether the children run the native tokenizer (installed and not switched off)."""
+    if native is False:
+        return False
+    code = "import stacklens.ingest.tokenize as t; print(t._native_wanted())"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=child_env(native), capture_output=True, text=True
+    )
+    return out.stdout.strip() == "True"
+
+
+def run_stacklens(corpus: Path, out: Path, timeout_s: float, native: bool | None = None) -> dict:
     errf = out.parent / f"{out.name}.stderr"
     wall, rss, cpu, code, _ = run_measured(
         [*stacklens_cmd(), "ingest", str(corpus), "--out", str(out)],
+        env=child_env(native),
         timeout_s=timeout_s,
         stderr_path=errf,
     )
@@ -272,9 +296,9 @@ print(json.dumps({"import_s": t1 - t0, "ingest_s": r.wall_s, "lines": r.lines,
 """
 
 
-def run_python_api(corpus: Path, timeout_s: float) -> dict:
+def run_python_api(corpus: Path, timeout_s: float, native: bool | None = None) -> dict:
     wall, rss, cpu, code, out = run_measured(
-        [sys.executable, "-c", _API_SCRIPT, str(corpus)], timeout_s=timeout_s
+        [sys.executable, "-c", _API_SCRIPT, str(corpus)], env=child_env(native), timeout_s=timeout_s
     )
     if code != 0:
         raise SystemExit(f"ingest_bench: the python-api run exited {code}")
@@ -305,6 +329,13 @@ def main(argv: list[str] | None = None) -> int:
         "--also-python-api",
         action="store_true",
         help="also time stacklens.ingest.pipeline.ingest() in-process, no writing",
+    )
+    ap.add_argument(
+        "--native",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="force the native tokenizer on (--native) or off (--no-native) in the children "
+        "(default: native when installed)",
     )
     ap.add_argument(
         "--timeout",
@@ -347,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
             if g["lines"] != lines:
                 log(f"warning: grep counted {g['lines']:,} lines, the corpus count is {lines:,}")
             out = work / f"run-{i}"
-            r = run_stacklens(corpus, out, a.timeout)
+            r = run_stacklens(corpus, out, a.timeout, a.native)
             sl.append(r)
             log(
                 f"run {i + 1}/{a.repeat} stacklens ingest: {r['wall_s']:.2f} s "
@@ -359,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
             if not a.keep:
                 shutil.rmtree(out, ignore_errors=True)
             if a.also_python_api:
-                p = run_python_api(corpus, a.timeout)
+                p = run_python_api(corpus, a.timeout, a.native)
                 api.append(p)
                 log(
                     f"run {i + 1}/{a.repeat} python api: {p['wall_s']:.2f} s "
@@ -383,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
                 "runs_wall_s": [round(g["wall_s"], 3) for g in gr],
             },
             "stacklens": {
+                "native": native_used(a.native),
                 "wall_s": round(sw, 3),
                 "lines_per_s": round(sl_lps),
                 "peak_rss_mib": round(max(r["peak_rss_mib"] for r in sl), 1),

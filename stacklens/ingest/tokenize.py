@@ -14,11 +14,21 @@ line is a *continuation* of the record above it (tracebacks, multi-line headers)
 lines before the first header (``before_first_record``: shell-trace preambles of devstack screen
 logs are counted as ``shell_trace``), devstack shell-trace lines between records, and lines with
 binary bytes, which are quarantined with file and line number.
+
+Native path: when the optional extension ``stacklens_native`` (Rust, ``native/`` in the repository)
+is installed, :func:`tokenize_batch` runs the per-line work there (line splitting, header check,
+record assembly, fields, timestamps, redaction) in one parallel pass and only the per-file
+joins stay in Polars. It gets its regular expressions from this module and from
+:mod:`~stacklens.ingest.redact` and produces the same tables as the Polars path below, which stays
+the reference and the fallback (``tests/test_native.py`` compares the two on the real logs and on
+fuzzed input). ``STACKLENS_NATIVE=0`` forces the Polars path. The native code mirrors
+:func:`_timestamp` and :func:`_context` by hand: change them together.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -26,9 +36,21 @@ import polars as pl
 
 from stacklens.ingest.formats import LineFormat
 from stacklens.ingest.names import MERGER_ALIASES, service_from_name
-from stacklens.ingest.redact import redact, redact_columns
+from stacklens.ingest.redact import _CHEAP, _REPLACEMENT, _SECRET, redact, redact_columns
 
-__all__ = ["FileChunk", "MAX_LINE_CHARS", "TokenizeResult", "tokenize", "tokenize_batch"]
+try:  # the native tokenizer is optional: built from native/ (see native/README.md)
+    import stacklens_native as _native
+except ImportError:  # pragma: no cover - depends on the installation
+    _native = None
+
+__all__ = [
+    "FileChunk",
+    "MAX_LINE_CHARS",
+    "TokenizeResult",
+    "native_available",
+    "tokenize",
+    "tokenize_batch",
+]
 
 #: Longer lines are cut to this many characters (and counted as ``long_line``).
 MAX_LINE_CHARS = 65_536
@@ -40,6 +62,16 @@ _REQ = "req-" + _UUID
 _BINARY = r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]"
 _OSLO_DATE = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?"
 _DEBUG_SUFFIX = r"(?:\s*\{\{\(pid=\d+\) [^}]*\}\}|\s\S+ /\S+\.py:\d+)$"
+_HAS_PID = r"^\d+$"
+# wrapper prefixes (see _prefix); shared with the native tokenizer
+_PFX_PROG, _PFX_CORE = r"^(\S+) ", r"^\S+ "
+_MRG_ALIAS, _MRG_CORE, _MRG_CORE_REP = r"^\S+ \S+ \[([^\]]+)\] ", r"^(\S+ \S+) \[[^\]]+\] ", "${1} "
+_SYS_HEAD = r"^[A-Z][a-z]{2} +\d+ \S+ \S+ [^\s:\[]+(?:\[\d+\])?: "  # prog may hold '@'
+_SYS_DATE = r"^([A-Z][a-z]{2} +\d+ \S+) "
+_SYS_HOST = r"^[A-Z][a-z]{2} +\d+ \S+ (\S+) "
+_SYS_PROG = r"^[A-Z][a-z]{2} +\d+ \S+ \S+ ([^\s:\[]+)"
+_SYS_SPID = r"^[A-Z][a-z]{2} +\d+ \S+ \S+ [^\s:\[]+\[(\d+)\]"
+_SYS_PLACEHOLDER = "0000-00-00 00:00:00 "
 
 
 @dataclass(frozen=True)
@@ -103,26 +135,30 @@ def _prefix(fmt: LineFormat, raw: pl.Expr) -> dict[str, pl.Expr]:
     """Expressions splitting a wrapper prefix off ``raw``: ``core`` (the oslo part) and the
     prefix's own fields."""
     if fmt.name == "oslo_prefixed":
-        return {"prog": raw.str.extract(r"^(\S+) ", 1), "core": raw.str.replace(r"^\S+ ", "")}
+        return {"prog": raw.str.extract(_PFX_PROG, 1), "core": raw.str.replace(_PFX_CORE, "")}
     if fmt.name == "oslo_merged":
         return {
-            "alias": raw.str.extract(r"^\S+ \S+ \[([^\]]+)\] ", 1),
-            "core": raw.str.replace(r"^(\S+ \S+) \[[^\]]+\] ", "${1} "),
+            "alias": raw.str.extract(_MRG_ALIAS, 1),
+            "core": raw.str.replace(_MRG_CORE, _MRG_CORE_REP),
         }
     if fmt.name == "syslog":
-        head = r"^[A-Z][a-z]{2} +\d+ \S+ \S+ [^\s:\[]+(?:\[\d+\])?: "  # prog may hold '@'
-        rest = raw.str.replace(head, "")
+        rest = raw.str.replace(_SYS_HEAD, "")
         return {
-            "sysdate": raw.str.extract(r"^([A-Z][a-z]{2} +\d+ \S+) ", 1),
-            "host": raw.str.extract(r"^[A-Z][a-z]{2} +\d+ \S+ (\S+) ", 1),
-            "prog": raw.str.extract(r"^[A-Z][a-z]{2} +\d+ \S+ \S+ ([^\s:\[]+)", 1),
-            "spid": raw.str.extract(r"^[A-Z][a-z]{2} +\d+ \S+ \S+ [^\s:\[]+\[(\d+)\]", 1),
+            "sysdate": raw.str.extract(_SYS_DATE, 1),
+            "host": raw.str.extract(_SYS_HOST, 1),
+            "prog": raw.str.extract(_SYS_PROG, 1),
+            "spid": raw.str.extract(_SYS_SPID, 1),
             # journald lines without an oslo timestamp get a placeholder so one parser serves
             "core": pl.when(rest.str.contains("^" + _OSLO_DATE + " "))
             .then(rest)
-            .otherwise(pl.lit("0000-00-00 00:00:00 ") + rest),
+            .otherwise(pl.lit(_SYS_PLACEHOLDER) + rest),
         }
     return {"core": raw}
+
+
+def _trace_rx(fmt: LineFormat) -> str:
+    """Old releases' ``TRACE`` lines look like headers but continue the record above."""
+    return r"^\S+ \S+ (?:\d+ )?TRACE " if fmt.name == "oslo" else r" \d+ TRACE [\w.]+ "
 
 
 def _timestamp(fmt: LineFormat) -> pl.Expr:
@@ -213,35 +249,183 @@ def _lines(chunks: list[FileChunk]) -> tuple[pl.DataFrame, list[int]]:
     return df, counts
 
 
-def tokenize_batch(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult:
+def native_available() -> bool:
+    """True when the native tokenizer (``stacklens_native``) is installed."""
+    return _native is not None
+
+
+def _native_wanted() -> bool:
+    return _native is not None and os.environ.get("STACKLENS_NATIVE", "1").strip() != "0"
+
+
+def tokenize_batch(
+    chunks: list[FileChunk], fmt: LineFormat, *, native: bool | None = None
+) -> TokenizeResult:
     """Tokenize the bytes of several files of one format in one vectorized pass.
 
     Formats with per-line names (syslog, collector prefixes) override the chunks' ``host`` /
     ``service`` line by line. Never raises on content: damaged lines end up in ``quarantine`` and
     ``stats``; records never span two files.
+
+    ``native``: use the native tokenizer (default: when installed and ``STACKLENS_NATIVE`` is
+    not ``0``); both paths give the same tables.
     """
-    stats: list[tuple[str, str, str, int, str]] = []
-    files = [c.file for c in chunks]
-    for c in chunks:
-        if b"\x1f" in c.data:
-            stats.append((c.file, "control_char", "error", c.data.count(b"\x1f"),
-                          "0x1F bytes replaced by '?'"))
-    df, counts = _lines(chunks)
-    lines = dict(zip(files, counts, strict=True))
-    if df.height == 0:
-        return TokenizeResult(pl.DataFrame(), pl.DataFrame(), stats, lines)
-    meta = pl.DataFrame(
+    if native is None:
+        native = _native_wanted()
+    if native:
+        if _native is None:
+            raise RuntimeError("stacklens_native is not installed (see native/README.md)")
+        res = _tokenize_native(chunks, fmt)
+        if res is not None:
+            return res
+    return _tokenize_polars(chunks, fmt)
+
+
+def _control_chars(chunks: list[FileChunk]) -> list[tuple[str, str, str, int, str]]:
+    return [
+        (c.file, "control_char", "error", c.data.count(b"\x1f"), "0x1F bytes replaced by '?'")
+        for c in chunks
+        if b"\x1f" in c.data
+    ]
+
+
+def _meta(chunks: list[FileChunk]) -> pl.DataFrame:
+    return pl.DataFrame(
         {
             "fidx": pl.Series(range(len(chunks)), dtype=pl.UInt32),
-            "file": files,
+            "file": [c.file for c in chunks],
             "_host": pl.Series([c.host for c in chunks], dtype=pl.String),
             "_service": pl.Series([c.service for c in chunks], dtype=pl.String),
             "_year": pl.Series([c.year for c in chunks], dtype=pl.Int32),
         }
     )
+
+
+_LINE_STATS = {
+    "long_line": ("error", f"lines over {MAX_LINE_CHARS} chars were cut"),
+    "non_utf8": ("error", "invalid UTF-8 replaced by U+FFFD"),
+    "blank_line": ("info", "empty lines"),
+}
+
+
+def _quarantine_table(q: pl.DataFrame, meta: pl.DataFrame, stats: list) -> pl.DataFrame:
+    """``(fidx, line_no, raw, reason)`` rows -> the quarantine table; counts go to ``stats``."""
+    quarantine = q.join(meta.select("fidx", "file"), on="fidx").select(
+        "file", "line_no", "reason", "raw"
+    )
+    for f, reason, n_q in (
+        quarantine.group_by("file", "reason", maintain_order=True).len().iter_rows()
+    ):
+        severity = "info" if reason == "before_first_record" else "error"
+        stats.append((f, reason, severity, n_q, "lines kept in the quarantine table"))
+    return quarantine
+
+
+def _select_events(ev: pl.DataFrame, fmt: LineFormat, pid: pl.Expr, n_lines: pl.Expr) -> pl.DataFrame:
+    """The events columns, in order, from a frame of parsed headers joined with ``meta``."""
+    host_e = pl.col("_host")
+    if fmt.per_line_host:
+        host_e = pl.coalesce(pl.col("_host"), pl.col("host"))
+    return ev.select(
+        pl.col("ts_ns"),
+        host_e.alias("host"),
+        pl.coalesce(pl.col("_service"), _service_expr(fmt, ev)).alias("service"),
+        pid.alias("pid"),
+        "level",
+        "logger",
+        "request_id",
+        "global_request_id",
+        "user",
+        "project",
+        "instance_uuid",
+        "message",
+        "continuation",
+        "file",
+        "line_no",
+        n_lines.alias("n_lines"),
+    )
+
+
+def _native_patterns(fmt: LineFormat) -> dict[str, str]:
+    """Every regular expression the native tokenizer runs, from this module and redact."""
+    p = {
+        "header": _nonamed(fmt.header),
+        "trace": _trace_rx(fmt),
+        "has_pid": _HAS_PID,
+        "debug_suffix": _DEBUG_SUFFIX,
+        "redact_cheap": _CHEAP,
+        "redact_secret": _SECRET,
+        "redact_replacement": _REPLACEMENT,
+    }
+    if fmt.name == "oslo_prefixed":
+        p |= {"prog": _PFX_PROG, "core": _PFX_CORE}
+    elif fmt.name == "oslo_merged":
+        p |= {"alias": _MRG_ALIAS, "core": _MRG_CORE, "core_rep": _MRG_CORE_REP}
+    elif fmt.name == "syslog":
+        p |= {
+            "sysdate": _SYS_DATE,
+            "host": _SYS_HOST,
+            "prog": _SYS_PROG,
+            "spid": _SYS_SPID,
+            "core": _SYS_HEAD,
+            "oslo_date": "^" + _OSLO_DATE + " ",
+            "placeholder": _SYS_PLACEHOLDER,
+        }
+    return p
+
+
+def _tokenize_native(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult | None:
+    """:func:`tokenize_batch` on the native tokenizer; None where it does not apply (syslog
+    years it does not parse like Polars), then the Polars path runs."""
+    if fmt.name == "syslog" and not all(1000 <= c.year <= 9999 for c in chunks):
+        return None
+    stats = _control_chars(chunks)
+    files = [c.file for c in chunks]
+    ev_t, q_t, counts = _native.tokenize(
+        [c.data for c in chunks],
+        fmt.name,
+        [c.year for c in chunks],
+        _native_patterns(fmt),
+        MAX_LINE_CHARS,
+        MAX_RAW_CHARS,
+    )
+    lines = dict(zip(files, [c[0] for c in counts], strict=True))
+    if not any(c[0] for c in counts):
+        return TokenizeResult(pl.DataFrame(), pl.DataFrame(), stats, lines)
+    for f, (_, *per_kind) in zip(files, counts, strict=True):
+        for (kind, (sev, text)), n_k in zip(_LINE_STATS.items(), per_kind, strict=False):
+            if n_k:
+                stats.append((f, kind, sev, n_k, text))
+    for f, c in zip(files, counts, strict=True):
+        if c[4]:
+            stats.append((f, "shell_trace", "info", c[4], "devstack shell-trace lines"))
+    meta = _meta(chunks)
+    quarantine = _quarantine_table(
+        pl.Series(q_t).struct.unnest().select("fidx", "line_no", "raw", "reason"), meta, stats
+    )
+    nat = pl.Series(ev_t).struct.unnest()
+    fidx = nat.get_column("fidx")
+    ev = nat.rename({"svc": "alias" if fmt.name == "oslo_merged" else "prog"}).with_columns(
+        file=meta.get_column("file").gather(fidx),
+        _host=meta.get_column("_host").gather(fidx),
+        _service=meta.get_column("_service").gather(fidx),
+    )
+    ev = _select_events(ev, fmt, pl.col("pid"), pl.col("n_lines"))
+    return TokenizeResult(ev, quarantine, stats, lines)
+
+
+def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult:
+    """:func:`tokenize_batch` in Polars expressions: the reference and the fallback."""
+    stats = _control_chars(chunks)
+    files = [c.file for c in chunks]
+    df, counts = _lines(chunks)
+    lines = dict(zip(files, counts, strict=True))
+    if df.height == 0:
+        return TokenizeResult(pl.DataFrame(), pl.DataFrame(), stats, lines)
+    meta = _meta(chunks)
     header_rx = _nonamed(fmt.header)
     raw = pl.col("raw")
-    trace_rx = r"^\S+ \S+ (?:\d+ )?TRACE " if fmt.name == "oslo" else r" \d+ TRACE [\w.]+ "
+    trace_rx = _trace_rx(fmt)
     df = df.with_columns(
         long=raw.str.len_bytes() > MAX_LINE_CHARS,
         lossy=raw.str.contains("\ufffd", literal=True),
@@ -262,13 +446,8 @@ def tokenize_batch(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult:
         )
         .join(meta.select("fidx", "file"), on="fidx")
     )
-    detail = {
-        "long_line": ("error", f"lines over {MAX_LINE_CHARS} chars were cut"),
-        "non_utf8": ("error", "invalid UTF-8 replaced by U+FFFD"),
-        "blank_line": ("info", "empty lines"),
-    }
     for row in per_file.sort("fidx").iter_rows(named=True):
-        for kind, (sev, text) in detail.items():
+        for kind, (sev, text) in _LINE_STATS.items():
             if row[kind]:
                 stats.append((row["file"], kind, sev, int(row[kind]), text))
 
@@ -321,7 +500,7 @@ def tokenize_batch(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult:
         heads_lf.with_columns(**pre)
         .with_columns(_f=core.str.split_exact(" ", 5))
         .unnest("_f", separator="_")
-        .with_columns(_has_pid=pl.col("_f_field_2").str.contains(r"^\d+$"))
+        .with_columns(_has_pid=pl.col("_f_field_2").str.contains(_HAS_PID))
         .with_columns(_rest=core.str.slice(off))
         .with_columns(
             ctx=pl.when(has_ctx).then(rest.str.slice(1, ctx_end - 1)),
@@ -350,14 +529,7 @@ def tokenize_batch(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult:
                 .select(*q_cols, pl.lit("bad_timestamp").alias("reason")),
             ]
         )
-    quarantine = quarantine.join(meta.select("fidx", "file"), on="fidx").select(
-        "file", "line_no", "reason", "raw"
-    )
-    for f, reason, n_q in (
-        quarantine.group_by("file", "reason", maintain_order=True).len().iter_rows()
-    ):
-        severity = "info" if reason == "before_first_record" else "error"
-        stats.append((f, reason, severity, n_q, "lines kept in the quarantine table"))
+    quarantine = _quarantine_table(quarantine, meta, stats)
     msg = pl.col("message")
     heads = heads.with_columns(
         message=pl.when(pl.col("level") == "DEBUG")
@@ -368,29 +540,11 @@ def tokenize_batch(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult:
     ev = heads.join(cont, on="rec", how="left").join(
         meta.select("fidx", "file", "_host", "_service"), on="fidx", how="left"
     )
-    host_e = pl.col("_host")
-    if fmt.per_line_host:
-        host_e = pl.coalesce(pl.col("_host"), pl.col("host"))
     pid_e = pl.col("pid")
     if "spid" in pre:
         pid_e = pl.coalesce(pl.col("pid"), pl.col("spid"))
-    ev = ev.select(
-        pl.col("ts_ns"),
-        host_e.alias("host"),
-        pl.coalesce(pl.col("_service"), _service_expr(fmt, heads)).alias("service"),
-        pid_e.cast(pl.Int32, strict=False).alias("pid"),
-        "level",
-        "logger",
-        "request_id",
-        "global_request_id",
-        "user",
-        "project",
-        "instance_uuid",
-        "message",
-        "continuation",
-        "file",
-        "line_no",
-        (pl.col("n_cont").fill_null(0) + 1).cast(pl.Int32).alias("n_lines"),
+    ev = _select_events(
+        ev, fmt, pid_e.cast(pl.Int32, strict=False), (pl.col("n_cont").fill_null(0) + 1).cast(pl.Int32)
     )
     ev = redact_columns(ev, ["message", "continuation"])
     return TokenizeResult(ev, quarantine, stats, lines)

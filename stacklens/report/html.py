@@ -472,6 +472,17 @@ def render_html(report: dict) -> str:
                _secs(c.get("offset_s")), _secs(c.get("uncertainty_s")), _text("yes" if c.get("applied") else "no"),
                *(_int(c.get(k)) for k in ("n_constraints", "violations_before", "violations_after", "dropped"))]
               for c in _rows(r.get("clocks"))]
+    csd = _dict(r.get("client_server"))
+    cs_sum = _dict(csd.get("summary"))
+    cs_rows = [[_text(c.get("name")), f"<td class='mono'>{_text(c.get('trace_id'))}</td>",
+                _text(c.get("client_outcome")), _text(c.get("server_outcome")),
+                *(_secs(c.get(k)) for k in ("api_s", "create_s", "server_dur_s", "before_server_s",
+                                            "polling_delay_s"))] for c in _rows(csd.get("rows"))]
+    cs_head = (f'<p class="hint">{_int(cs_sum.get("found"))} of {_int(cs_sum.get("requests"))} requests'
+               f' the driver issued were found in the server traces; client and server disagree on'
+               f' {_int(cs_sum.get("disagree"))}. Before server: submit to the first server record'
+               f' (connection pool, network, API queue); polling delay: completion logged to ACTIVE'
+               f' seen.</p>') if cs_sum else ""
     rpc = [[_text(m.get("topic")), _text(m.get("kind")), _int(m.get("messages"))] for m in _rows(r.get("rpc"))]
     buttons = ('<span class="btns" id="stat-buttons"><button type="button" class="on" data-stat="p50">p50</button>'
                '<button type="button" data-stat="p95">p95</button></span>')
@@ -495,6 +506,10 @@ def render_html(report: dict) -> str:
         _section("slowest", "Slowest traces", _trace_table("slowest-table", _rows(r.get("slowest")), "no traces")),
         _section("errors", "Errors behind failed requests", _table(
             "errors-table", ["component", "error template", "#failed requests", "example request id"], errs, "no errors")),
+        *([_section("client", "Client view vs server view", cs_head + _table(
+            "client-table", ["server", "trace", "client", "server outcome", "#api s", "#create s",
+                             "#server s", "#before server s", "#polling delay s"], cs_rows,
+            "no client records"))] if csd else []),
         _section("phases", "Phases inside nova-compute", _table(
             "phases-table", ["service", "phase", "#count", "#p50 s", "#p95 s", "#max s"], phases, "no phase markers")),
         _section("locks", "Lock waits", _table(

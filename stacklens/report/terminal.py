@@ -88,6 +88,17 @@ def render_terminal(report: dict[str, Any], *, top: int = 12) -> list[Renderable
          for e in errs] or [["-", "no failed requests", 0, "-"]],
         {2},
     ))
+    cs = (report.get("client_server") or {}).get("summary")
+    if cs:
+        out.append(_table(
+            "Client view vs server view (stacklens run records joined to traces by request id)",
+            ["requests", "found in traces", "both ok", "disagree", "client create p50",
+             "server p50", "before server p50", "polling delay p50"],
+            [[cs["requests"], cs["found"], cs["both_ok"], cs["disagree"],
+              _s(cs["client_create_p50_s"]), _s(cs["server_p50_s"]),
+              _s(cs["before_server_p50_s"]), _s(cs["polling_delay_p50_s"])]],
+            set(range(8)),
+        ))
     clocks = report.get("clocks", [])
     if clocks:
         out.append(_table(
