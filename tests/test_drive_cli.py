@@ -115,7 +115,7 @@ def test_a_bad_scenario_is_one_line_with_the_line_number(tmp_path):
 def test_ctrl_c_deletes_what_the_run_created(nova, tmp_path):
     f = tmp_path / "s.yaml"
     f.write_text(SCENARIO.format(count=40, cleanup="delete", rate=0.5).replace(
-        "    concurrency: 40\n", "    concurrency: 40\n    ramp: {shape: constant, rate_per_s: 4}\n"))
+        "    concurrency: 40\n", "    concurrency: 40\n    ramp: {shape: constant, rate_per_s: 1}\n"))
     out = tmp_path / "run"
     p = popen("run", str(f), "--out", str(out), "--endpoint", nova, "--token", "u:p")
     jsonl = out / "requests.jsonl"
