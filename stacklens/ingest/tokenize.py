@@ -56,6 +56,9 @@ __all__ = [
 MAX_LINE_CHARS = 65_536
 #: Quarantined raw text is cut to this many characters.
 MAX_RAW_CHARS = 4_096
+#: The native tokenizer splits a batch into tasks of about this many bytes (one per thread at a
+#: time; large files are cut at record headers).
+_NATIVE_TASK_BYTES = 4 << 20
 
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _REQ = "req-" + _UUID
@@ -310,7 +313,7 @@ _LINE_STATS = {
 
 def _quarantine_table(q: pl.DataFrame, meta: pl.DataFrame, stats: list) -> pl.DataFrame:
     """``(fidx, line_no, raw, reason)`` rows -> the quarantine table; counts go to ``stats``."""
-    quarantine = q.join(meta.select("fidx", "file"), on="fidx").select(
+    quarantine = q.join(meta.select("fidx", "file"), on="fidx", maintain_order="left").select(
         "file", "line_no", "reason", "raw"
     )
     for f, reason, n_q in (
@@ -388,12 +391,13 @@ def _tokenize_native(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
         _native_patterns(fmt),
         MAX_LINE_CHARS,
         MAX_RAW_CHARS,
+        _NATIVE_TASK_BYTES,
     )
     lines = dict(zip(files, [c[0] for c in counts], strict=True))
     if not any(c[0] for c in counts):
         return TokenizeResult(pl.DataFrame(), pl.DataFrame(), stats, lines)
-    for f, (_, *per_kind) in zip(files, counts, strict=True):
-        for (kind, (sev, text)), n_k in zip(_LINE_STATS.items(), per_kind, strict=False):
+    for f, (_, *per_kind, _) in zip(files, counts, strict=True):  # long, lossy, blank
+        for (kind, (sev, text)), n_k in zip(_LINE_STATS.items(), per_kind, strict=True):
             if n_k:
                 stats.append((f, kind, sev, n_k, text))
     for f, c in zip(files, counts, strict=True):
@@ -493,7 +497,9 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
         "rec", "fidx", "line_no", raw.str.slice(0, MAX_LINE_CHARS) if long_lines else raw
     )
     if fmt.name == "syslog":
-        heads_lf = heads_lf.join(meta.lazy().select("fidx", "_year"), on="fidx", how="left")
+        heads_lf = heads_lf.join(
+            meta.lazy().select("fidx", "_year"), on="fidx", how="left", maintain_order="left"
+        )
     # one lazy plan: Polars evaluates independent columns in parallel and shares sub-expressions;
     # fields are cut by position (split, slice) rather than by capturing regexes, which are slow
     heads = (
@@ -519,8 +525,8 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
     if bad_ts.height:
         heads = heads.filter(pl.col("ts_ns").is_not_null())
         # the unreadable record goes to quarantine whole: its header and its continuation lines
-        lost = cont_lines.join(bad_ts.select("rec"), on="rec", how="semi")
-        cont = cont.join(bad_ts.select("rec"), on="rec", how="anti")
+        lost = cont_lines.join(bad_ts.select("rec"), on="rec", how="semi", maintain_order="left")
+        cont = cont.join(bad_ts.select("rec"), on="rec", how="anti", maintain_order="left")
         quarantine = pl.concat(
             [
                 quarantine,
@@ -537,8 +543,10 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
         .otherwise(msg),
         instance_uuid=msg.str.extract(r"^\[instance: (" + _UUID + r")\]", 1),
     )
-    ev = heads.join(cont, on="rec", how="left").join(
-        meta.select("fidx", "file", "_host", "_service"), on="fidx", how="left"
+    # row order is part of the result: records in file and line order
+    ev = heads.join(cont, on="rec", how="left", maintain_order="left").join(
+        meta.select("fidx", "file", "_host", "_service"), on="fidx", how="left",
+        maintain_order="left",
     )
     pid_e = pl.col("pid")
     if "spid" in pre:

@@ -1,0 +1,178 @@
+//! `stacklens_native`: the hot loop of `stacklens.ingest.tokenize` in Rust.
+//!
+//! `tokenize(datas, fmt, years, patterns, max_line_chars, max_raw_chars, task_bytes)` takes the
+//! bytes of a batch of files of one format and returns `(events, quarantine, counts)`: events as
+//! an Arrow stream of struct arrays (`__arrow_c_stream__`, one chunk per task), quarantine as one
+//! struct array (`__arrow_c_array__`) — `pl.Series(obj).struct.unnest()` gives either frame
+//! without copying — and per-file counters `(lines, long_line, non_utf8, blank_line,
+//! shell_trace)`. The GIL is released while it runs.
+
+mod arrow;
+mod tok;
+mod ts;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
+use pyo3::types::{PyCapsule, PyTuple};
+
+use arrow::{ArrowArray, ArrowArrayStream, ArrowSchema, Column, Fields};
+
+/// A table exported once through `__arrow_c_array__`.
+#[pyclass(module = "stacklens_native")]
+struct ArrowTable {
+    cols: Mutex<Option<Vec<(&'static str, Column)>>>,
+    n: usize,
+}
+
+#[pymethods]
+impl ArrowTable {
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_array__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let _ = requested_schema;
+        let cols = self
+            .cols
+            .lock()
+            .unwrap()
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("ArrowTable was already exported"))?;
+        let (schema, array) = arrow::export_table(cols);
+        let sc = PyCapsule::new_with_value_and_destructor(py, schema, c"arrow_schema", |mut s: ArrowSchema, _| {
+            s.release_if_owned()
+        })?;
+        let ac = PyCapsule::new_with_value_and_destructor(py, array, c"arrow_array", |mut a: ArrowArray, _| {
+            a.release_if_owned()
+        })?;
+        PyTuple::new(py, [sc.into_any(), ac.into_any()])
+    }
+
+    fn __len__(&self) -> usize {
+        self.n
+    }
+}
+
+/// Per file: lines, long_line, non_utf8, blank_line, shell_trace.
+type FileCounts = (u64, u64, u64, u64, u64);
+
+/// Named columns of one chunk.
+type Table = Vec<(&'static str, Column)>;
+
+/// A table exported once through `__arrow_c_stream__`, one struct array per chunk.
+#[pyclass(module = "stacklens_native")]
+struct ArrowChunks {
+    parts: Mutex<Option<(Fields, Vec<Table>)>>,
+    n: usize,
+}
+
+#[pymethods]
+impl ArrowChunks {
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let (fields, chunks) = self
+            .parts
+            .lock()
+            .unwrap()
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("ArrowChunks was already exported"))?;
+        let stream = ArrowArrayStream::new(fields, chunks);
+        PyCapsule::new_with_value_and_destructor(py, stream, c"arrow_array_stream", |mut s: ArrowArrayStream, _| {
+            s.release_if_owned()
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.n
+    }
+}
+
+type RxKey = (String, Vec<(String, String)>, usize, usize);
+
+fn compiled(fmt: &str, patterns: HashMap<String, String>, max_line: usize, max_raw: usize) -> PyResult<Arc<tok::Rx>> {
+    static CACHE: OnceLock<Mutex<HashMap<RxKey, Arc<tok::Rx>>>> = OnceLock::new();
+    let mut items: Vec<(String, String)> = patterns.clone().into_iter().collect();
+    items.sort();
+    let key = (fmt.to_string(), items, max_line, max_raw);
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(rx) = cache.lock().unwrap().get(&key) {
+        return Ok(rx.clone());
+    }
+    let rx = Arc::new(tok::Rx::new(fmt, &patterns, max_line, max_raw).map_err(PyValueError::new_err)?);
+    cache.lock().unwrap().insert(key, rx.clone());
+    Ok(rx)
+}
+
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+#[pyo3(signature = (datas, fmt, years, patterns, max_line_chars, max_raw_chars, task_bytes=4 << 20))]
+fn tokenize(
+    py: Python<'_>,
+    datas: Vec<PyBackedBytes>,
+    fmt: &str,
+    years: Vec<i32>,
+    patterns: HashMap<String, String>,
+    max_line_chars: usize,
+    max_raw_chars: usize,
+    task_bytes: usize,
+) -> PyResult<(ArrowChunks, ArrowTable, Vec<FileCounts>)> {
+    if years.len() != datas.len() {
+        return Err(PyValueError::new_err("datas and years differ in length"));
+    }
+    let rx = compiled(fmt, patterns, max_line_chars, max_raw_chars)?;
+    let batch = py.detach(|| {
+        let slices: Vec<&[u8]> = datas.iter().map(|d| &d[..]).collect();
+        tok::tokenize(&rx, &slices, &years, task_bytes.max(1 << 16))
+    });
+    let n_ev = batch.events.iter().map(|cols| cols[0].1.len()).sum();
+    let n_q = batch.quarantine.first().map_or(0, |(_, c)| c.len());
+    let counts = batch.counts.iter().map(|c| (c[0], c[1], c[2], c[3], c[4])).collect();
+    Ok((
+        ArrowChunks {
+            parts: Mutex::new(Some((batch.event_fields, batch.events))),
+            n: n_ev,
+        },
+        ArrowTable {
+            cols: Mutex::new(Some(batch.quarantine)),
+            n: n_q,
+        },
+        counts,
+    ))
+}
+
+/// `{name: on}` for the hand-written fast paths the given patterns allow; a fast path is off when
+/// a pattern differs from the one it was written (and tested) for: results stay the same, only
+/// slower (see native/README.md).
+#[pyfunction]
+#[pyo3(signature = (fmt, patterns, max_line_chars=65_536, max_raw_chars=4_096))]
+fn fast_paths(
+    fmt: &str,
+    patterns: HashMap<String, String>,
+    max_line_chars: usize,
+    max_raw_chars: usize,
+) -> PyResult<HashMap<&'static str, bool>> {
+    Ok(compiled(fmt, patterns, max_line_chars, max_raw_chars)?
+        .fast_paths()
+        .into_iter()
+        .collect())
+}
+
+#[pymodule]
+fn stacklens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(tokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(fast_paths, m)?)?;
+    m.add_class::<ArrowTable>()?;
+    m.add_class::<ArrowChunks>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,1269 @@
+//! The tokenizer: a batch of files' bytes -> events, quarantine and per-file counters, with the
+//! exact semantics of the Polars path in `stacklens/ingest/tokenize.py` (the reference).
+//!
+//! Every regular expression comes from Python (one source of truth) and runs on the same engine
+//! Polars uses (the `regex` crate). Hand-written code is used only where it is provably the same:
+//! the oslo header/TRACE check on ASCII text (it defers to the regexes on any non-ASCII byte, and
+//! only when the patterns are the ones it was written for), field splitting on spaces, character
+//! slicing, the context rules and the timestamps (see `ts.rs`).
+//!
+//! Work is split into pieces (a file, or a part of a large file that starts at a header line, so
+//! no record crosses a piece) processed in parallel with rayon, then concatenated in order.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use memchr::{memchr, memmem};
+use rayon::prelude::*;
+use regex::Regex;
+
+use crate::arrow::{fields, Column, Fields, PrimCol, StrCol};
+use crate::ts;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Fmt {
+    Oslo,
+    Prefixed,
+    Merged,
+    Syslog,
+}
+
+/// The oslo header (named groups made non-capturing) and TRACE rule the ASCII fast path
+/// implements; any other pattern disables the fast path.
+const OSLO_HEADER: &str = r"^(?:\d{4}-\d{2}-\d{2}) (?:\d{2}:\d{2}:\d{2}(?:[.,]\d+)?) (?:(?:\d+) )?(?:[A-Z]{4,8}) (?:[A-Za-z_][\w.\-]*)(?: \[(?:[^\]]*)\])?(?: |$)";
+const OSLO_TRACE: &str = r"^\S+ \S+ (?:\d+ )?TRACE ";
+/// The secret pattern of `redact.py` that `Rx::redact_windowed` is proven for (its alternatives
+/// and their first characters are listed there).
+const SECRET: &str = r#"(?i:((?:x-auth-token|x-subject-token|x-service-token|password|passwd|admin_pass(?:word)?|secret|auth_token|token_id|\btoken)"\s*:\s*"))[^"]+|(?i:((?:x-auth-token|x-subject-token|x-service-token|password|passwd|admin_pass(?:word)?|secret|auth_token|token_id|\btoken)'\s*:\s*'))[^']+|(?i:((?:x-auth-token|x-subject-token|x-service-token|password|passwd|admin_pass(?:word)?|secret|auth_token|token_id|\btoken)['\"]?\s*[:=]\s*['\"]?))[^'\"\s,;&}{)<>*][^'\"\s,;&})]*|("token":\s*\{[^{}]*?"id":\s*")[^"]+|gAAAAA[A-Za-z0-9_\-=]{20,}|\bMII[A-Za-z0-9+/=\-]{60,}|((?:://|,)[^\s:/@,]+:)[^\s@/,]+(@)"#;
+/// The cheap pre-filter of `redact.py`; its hits double as the anchors of `redact_windowed`.
+const CHEAP: &str = r"[Tt][Oo][Kk][Ee][Nn]|[Pp][Aa][Ss][Ss]|[Ss][Ee][Cc][Rr][Ee][Tt]|gAAAAA|MII|://";
+/// The devstack DEBUG suffix `debug_suffix_start` implements.
+const DEBUG_SUFFIX: &str = r"(?:\s*\{\{\(pid=\d+\) [^}]*\}\}|\s\S+ /\S+\.py:\d+)$";
+
+/// Compiled patterns and limits for one format.
+pub struct Rx {
+    fmt: Fmt,
+    fast_oslo: bool,
+    fast_debug: bool,
+    header: Regex,
+    trace: Regex,
+    has_pid: Regex,
+    debug_suffix: Regex,
+    cheap: Regex,
+    secret: Regex,
+    /// the secret pattern for anchored searches, when the patterns are `CHEAP` and `SECRET`
+    windowed: Option<regex_automata::meta::Regex>,
+    replacement: String,
+    prog: Option<Regex>,
+    core: Option<Regex>,
+    core_rep: String,
+    alias: Option<Regex>,
+    sysdate: Option<Regex>,
+    host: Option<Regex>,
+    spid: Option<Regex>,
+    oslo_date: Option<Regex>,
+    placeholder: String,
+    max_line: usize,
+    max_raw: usize,
+}
+
+fn rx(p: &HashMap<String, String>, key: &str) -> Result<Regex, String> {
+    let pat = p.get(key).ok_or_else(|| format!("pattern {key:?} missing"))?;
+    Regex::new(pat).map_err(|e| format!("pattern {key:?}: {e}"))
+}
+
+fn opt_rx(p: &HashMap<String, String>, key: &str) -> Result<Option<Regex>, String> {
+    if p.contains_key(key) {
+        rx(p, key).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+impl Rx {
+    pub fn new(fmt: &str, p: &HashMap<String, String>, max_line: usize, max_raw: usize) -> Result<Rx, String> {
+        let fmt = match fmt {
+            "oslo" => Fmt::Oslo,
+            "oslo_prefixed" => Fmt::Prefixed,
+            "oslo_merged" => Fmt::Merged,
+            "syslog" => Fmt::Syslog,
+            other => return Err(format!("unknown format {other:?}")),
+        };
+        let need = |keys: &[&str]| -> Result<(), String> {
+            keys.iter().try_for_each(|k| {
+                if p.contains_key(*k) {
+                    Ok(())
+                } else {
+                    Err(format!("pattern {k:?} missing"))
+                }
+            })
+        };
+        match fmt {
+            Fmt::Oslo => {}
+            Fmt::Prefixed => need(&["prog", "core"])?,
+            Fmt::Merged => need(&["alias", "core", "core_rep"])?,
+            Fmt::Syslog => need(&["sysdate", "host", "prog", "spid", "core", "oslo_date", "placeholder"])?,
+        }
+        let s = |k: &str| p.get(k).cloned().unwrap_or_default();
+        Ok(Rx {
+            fmt,
+            fast_oslo: fmt == Fmt::Oslo && s("header") == OSLO_HEADER && s("trace") == OSLO_TRACE,
+            fast_debug: s("debug_suffix") == DEBUG_SUFFIX,
+            header: rx(p, "header")?,
+            trace: rx(p, "trace")?,
+            has_pid: rx(p, "has_pid")?,
+            debug_suffix: rx(p, "debug_suffix")?,
+            cheap: rx(p, "redact_cheap")?,
+            secret: rx(p, "redact_secret")?,
+            windowed: if s("redact_secret") == SECRET && s("redact_cheap") == CHEAP {
+                Some(regex_automata::meta::Regex::new(SECRET).map_err(|e| e.to_string())?)
+            } else {
+                None
+            },
+            replacement: p
+                .get("redact_replacement")
+                .cloned()
+                .ok_or("pattern \"redact_replacement\" missing")?,
+            prog: opt_rx(p, "prog")?,
+            core: opt_rx(p, "core")?,
+            core_rep: s("core_rep"),
+            alias: opt_rx(p, "alias")?,
+            sysdate: opt_rx(p, "sysdate")?,
+            host: opt_rx(p, "host")?,
+            spid: opt_rx(p, "spid")?,
+            oslo_date: opt_rx(p, "oslo_date")?,
+            placeholder: s("placeholder"),
+            max_line,
+            max_raw,
+        })
+    }
+}
+
+impl Rx {
+    /// Which hand-written fast paths are on (each needs the exact pattern it was written for).
+    pub fn fast_paths(&self) -> Vec<(&'static str, bool)> {
+        vec![
+            ("oslo_header", self.fast_oslo),
+            ("debug_suffix", self.fast_debug),
+            ("redact", self.windowed.is_some()),
+        ]
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// small string helpers with Polars' semantics
+
+/// `str.slice(start, len)` in characters (out of range -> empty / to the end).
+fn slice_chars(s: &str, start: usize, len: Option<usize>) -> &str {
+    let b = s.as_bytes();
+    let byte_at = |k: usize| -> usize {
+        if k <= b.len() && b[..k].is_ascii() {
+            k
+        } else {
+            s.char_indices().nth(k).map_or(s.len(), |(i, _)| i)
+        }
+    };
+    let a = byte_at(start);
+    let rest = &s[a..];
+    match len {
+        None => rest,
+        Some(n) => {
+            let rb = rest.as_bytes();
+            let e = if n <= rb.len() && rb[..n].is_ascii() {
+                n
+            } else {
+                rest.char_indices().nth(n).map_or(rest.len(), |(i, _)| i)
+            };
+            &rest[..e]
+        }
+    }
+}
+
+/// `str.slice(0, n)`: the first `n` characters.
+#[inline]
+fn trunc_chars(s: &str, n: usize) -> &str {
+    if s.len() <= n {
+        s
+    } else {
+        slice_chars(s, 0, Some(n))
+    }
+}
+
+/// The `_BINARY` class `[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]`.
+#[inline]
+fn has_binary(b: &[u8]) -> bool {
+    #[inline]
+    fn bad(c: u8) -> bool {
+        (c < 0x20 && !matches!(c, 0x09..=0x0d | 0x1b)) || c == 0x7f
+    }
+    let mut chunks = b.chunks_exact(32);
+    for ch in &mut chunks {
+        if ch.iter().fold(false, |a, &c| a | bad(c)) {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(|&c| bad(c))
+}
+
+/// `^\[instance: (<uuid>)\]` -> the uuid.
+fn instance_uuid(m: &str) -> Option<&str> {
+    let b = m.as_bytes();
+    if b.len() < 48 || !b.starts_with(b"[instance: ") || b[47] != b']' {
+        return None;
+    }
+    let u = &b[11..47];
+    let ok = u.iter().enumerate().all(|(i, &c)| match i {
+        8 | 13 | 18 | 23 => c == b'-',
+        _ => c.is_ascii_digit() || (b'a'..=b'f').contains(&c),
+    });
+    ok.then(|| &m[11..47])
+}
+
+/// `cast(pl.Int32, strict=False)` of a string.
+fn cast_i32(s: &str) -> Option<i32> {
+    let b = s.as_bytes();
+    let (neg, d) = match b.first() {
+        Some(b'-') => (true, &b[1..]),
+        Some(b'+') => (false, &b[1..]),
+        _ => (false, b),
+    };
+    if d.is_empty() || !d.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &c in d {
+        v = v * 10 + (c - b'0') as i64;
+        if v > i32::MAX as i64 + 1 {
+            return None;
+        }
+    }
+    let v = if neg { -v } else { v };
+    i32::try_from(v).ok()
+}
+
+/// `_field`: "-", "None" and "" become null.
+#[inline]
+fn field(v: Option<&str>) -> Option<&str> {
+    v.filter(|s| !matches!(*s, "-" | "None" | ""))
+}
+
+/// The first `N` pieces of `s` split on ' ' (`str.split_exact(" ", N - 1)`).
+fn split_n<const N: usize>(s: &str) -> [Option<&str>; N] {
+    let mut out = [None; N];
+    for (slot, piece) in out.iter_mut().zip(s.split(' ')) {
+        *slot = Some(piece);
+    }
+    out
+}
+
+/// Does `b` hold U+212A (KELVIN SIGN) or U+017F (LONG S), which `(?i)` matches as k / s?
+fn has_folds(b: &[u8]) -> bool {
+    !b.is_ascii()
+        && (memmem::find(b, "\u{212A}".as_bytes()).is_some() || memmem::find(b, "\u{17F}".as_bytes()).is_some())
+}
+
+/// Anchors of the secret alternatives (see `redact_windowed`): the literal, and what may stand
+/// right before it in a match (a key-name head, or the quote of `"token":`).
+const ANCHORS: [(&[u8], &[&[u8]]); 5] = [
+    (
+        b"token",
+        &[b"", b"x-auth-", b"x-subject-", b"x-service-", b"auth_", b"\""],
+    ),
+    (b"pass", &[b"", b"admin_"]),
+    (b"secret", &[b""]),
+    (b"gAAAAA", &[b""]),
+    (b"MII", &[b""]),
+];
+
+/// Push the possible match starts for an anchor literal at `b[a..]`, if one is there.
+fn anchor_cands(b: &[u8], a: usize, cands: &mut Vec<usize>) {
+    for (i, (lit, heads)) in ANCHORS.iter().enumerate() {
+        let here = b
+            .get(a..a + lit.len())
+            .is_some_and(|w| if i < 3 { w.eq_ignore_ascii_case(lit) } else { w == *lit });
+        if here {
+            for h in heads.iter() {
+                if a >= h.len() && b[a - h.len()..a].eq_ignore_ascii_case(h) {
+                    cands.push(a - h.len());
+                }
+            }
+        }
+    }
+}
+
+/// `redact()` of redact.py (if `cheap` matches, `secret.replace_all`) without running the big
+/// secret pattern over every byte. Needs `cheap == CHEAP` and `secret == SECRET`.
+///
+/// Every secret match starts close to a literal it holds:
+/// * alternatives 1-3 start with a key name (`(?i)`): `token` preceded by nothing,
+///   `x-auth-`, `x-subject-`, `x-service-` or `auth_`; `pass` preceded by nothing or
+///   `admin_`; `secret`. (ASCII case only: a text holding U+212A or U+017F, which `(?i)` also
+///   matches as k and s, takes `replace_all`.) Alternative 4 is `"token":`, 5 and 6 start with
+///   `gAAAAA` and `MII`;
+/// * alternative 7 (`://` or `,` ... `@`) ends at the first `@` after its start, and nothing in
+///   between is ASCII whitespace or `@`: its start is a `,` or `:` in the run before an `@`.
+///
+/// The hits of `cheap` (leftmost-first, non-overlapping) are these literals; literals hidden
+/// by an overlapping hit (`passecret`) start inside it and are looked for there. Trying an
+/// anchored search at every candidate start in order, going on after each match, finds the
+/// matches `replace_all` finds (leftmost-first, non-overlapping).
+fn redact_windowed<'a>(
+    meta: &regex_automata::meta::Regex,
+    cheap: &Regex,
+    secret: &Regex,
+    rep: &str,
+    s: &'a str,
+) -> Cow<'a, str> {
+    use regex_automata::{Anchored, Input};
+    let b = s.as_bytes();
+    let mut cands: Vec<usize> = Vec::new();
+    let mut any = false;
+    for m in cheap.find_iter(s) {
+        any = true;
+        for a in m.start()..m.end() {
+            anchor_cands(b, a, &mut cands);
+        }
+    }
+    if !any {
+        return Cow::Borrowed(s);
+    }
+    if has_folds(b) {
+        return secret.replace_all(s, rep);
+    }
+    for a in memchr::memchr_iter(b'@', b) {
+        let mut r = a;
+        while r > 0 && !matches!(b[r - 1], b'@' | 0x09..=0x0d | b' ') {
+            r -= 1;
+        }
+        cands.extend((r..a).filter(|&i| matches!(b[i], b',' | b':')));
+    }
+    if cands.is_empty() {
+        return Cow::Borrowed(s);
+    }
+    cands.sort_unstable();
+    cands.dedup();
+    let mut caps = meta.create_captures();
+    let mut out = String::new();
+    let mut last = 0;
+    for c in cands {
+        if c < last {
+            continue;
+        }
+        meta.search_captures(&Input::new(s).range(c..).anchored(Anchored::Yes), &mut caps);
+        if let Some(m) = caps.get_match() {
+            out.push_str(&s[last..m.start()]);
+            caps.interpolate_string_into(s, rep, &mut out);
+            last = m.end();
+        }
+    }
+    if last == 0 {
+        Cow::Borrowed(s)
+    } else {
+        out.push_str(&s[last..]);
+        Cow::Owned(out)
+    }
+}
+
+/// Where `DEBUG_SUFFIX` matches (leftmost) in an ASCII message, if it does. Every match ends
+/// at the end, so the leftmost match starts at the smallest `s` such that `m[s..]` is, whole,
+/// `\s*\{\{\(pid=\d+\) [^}]*\}\}` or `\s\S+ /\S+\.py:\d+` (ASCII: `\s` is `[\t\n\v\f\r ]`).
+fn debug_suffix_start(b: &[u8]) -> Option<usize> {
+    let ws = |c: u8| matches!(c, 0x09..=0x0d | b' ');
+    let mut best: Option<usize> = None;
+    if b.ends_with(b"}}") {
+        // "{{(pid=" DIGITS ") " then no '}' until the final "}}"
+        let e = b.len() - 2;
+        let from = memchr::memrchr(b'}', &b[..e]).map_or(0, |q| q + 1);
+        for p in memmem::find_iter(&b[from..e], b"{{(pid=").map(|i| i + from) {
+            let d0 = p + 7;
+            let mut j = d0;
+            while j < e && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            if j > d0 && j + 2 <= e && &b[j..j + 2] == b") " {
+                let mut s = p;
+                while s > 0 && ws(b[s - 1]) {
+                    s -= 1;
+                }
+                best = Some(s);
+                break;
+            }
+        }
+    }
+    if b.last().is_some_and(u8::is_ascii_digit) {
+        // WS RUN ' ' '/' TAIL ".py:" DIGITS, RUN and "/TAIL.py:DIGITS" without whitespace
+        let mut k = b.len();
+        while k > 0 && b[k - 1].is_ascii_digit() {
+            k -= 1;
+        }
+        if k >= 4 && &b[k - 4..k] == b".py:" {
+            let mut w = k - 4;
+            while w > 0 && !ws(b[w - 1]) {
+                w -= 1;
+            }
+            if b[w] == b'/' && k - 4 > w + 1 && w >= 2 && b[w - 1] == b' ' && !ws(b[w - 2]) {
+                let mut r = w - 2;
+                while r > 0 && !ws(b[r - 1]) {
+                    r -= 1;
+                }
+                if r >= 1 {
+                    best = Some(best.map_or(r - 1, |x| x.min(r - 1)));
+                }
+            }
+        }
+    }
+    best
+}
+
+/// The oslo header and TRACE check on ASCII text: `Some(is_header && !is_trace)`, or `None`
+/// when a non-ASCII byte is met where it could change the answer (then the regexes decide).
+fn oslo_fast(b: &[u8]) -> Option<bool> {
+    // Ok(Some(c)): ASCII byte; Ok(None): end of line; Err: non-ASCII -> defer
+    let at = |i: usize| -> Result<Option<u8>, ()> {
+        match b.get(i) {
+            None => Ok(None),
+            Some(&c) if c >= 0x80 => Err(()),
+            Some(&c) => Ok(Some(c)),
+        }
+    };
+    macro_rules! get {
+        ($i:expr) => {
+            match at($i) {
+                Ok(v) => v,
+                Err(()) => return None,
+            }
+        };
+    }
+    const PAT: &[u8; 19] = b"dddd-dd-dd dd:dd:dd";
+    for (k, &p) in PAT.iter().enumerate() {
+        let ok = match get!(k) {
+            None => false,
+            Some(c) if p == b'd' => c.is_ascii_digit(),
+            Some(c) => c == p,
+        };
+        if !ok {
+            return Some(false);
+        }
+    }
+    let mut i = match get!(19) {
+        Some(b' ') => 20,
+        Some(b'.' | b',') => {
+            let mut j = 20;
+            while matches!(get!(j), Some(c) if c.is_ascii_digit()) {
+                j += 1;
+            }
+            if j == 20 || get!(j) != Some(b' ') {
+                return Some(false);
+            }
+            j + 1
+        }
+        _ => return Some(false),
+    };
+    // optional pid
+    if matches!(get!(i), Some(c) if c.is_ascii_digit()) {
+        let mut j = i;
+        while matches!(get!(j), Some(c) if c.is_ascii_digit()) {
+            j += 1;
+        }
+        if get!(j) != Some(b' ') {
+            return Some(false);
+        }
+        i = j + 1;
+    }
+    // level
+    let l0 = i;
+    while matches!(get!(i), Some(c) if c.is_ascii_uppercase()) {
+        i += 1;
+    }
+    let level = &b[l0..i];
+    if !(4..=8).contains(&level.len()) || get!(i) != Some(b' ') {
+        return Some(false);
+    }
+    i += 1;
+    // logger
+    if !matches!(get!(i), Some(c) if c.is_ascii_alphabetic() || c == b'_') {
+        return Some(false);
+    }
+    while matches!(get!(i), Some(c) if c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')) {
+        i += 1;
+    }
+    match get!(i) {
+        None | Some(b' ') => Some(level != b"TRACE"),
+        Some(_) => Some(false),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// outputs
+
+#[derive(Default)]
+pub struct Events {
+    pub fidx: Vec<u32>,
+    pub line_no: Vec<i64>,
+    pub ts: Vec<i64>,
+    pub host: StrCol,
+    pub svc: StrCol,
+    pub pid: PrimCol<i32>,
+    pub level: StrCol,
+    pub logger: StrCol,
+    pub request_id: StrCol,
+    pub global_request_id: StrCol,
+    pub user: StrCol,
+    pub project: StrCol,
+    pub instance_uuid: StrCol,
+    pub message: StrCol,
+    pub continuation: StrCol,
+    pub n_lines: Vec<i32>,
+}
+
+#[derive(Default)]
+pub struct Quarantine {
+    pub fidx: Vec<u32>,
+    pub line_no: Vec<i64>,
+    pub reason: Vec<u8>,
+    pub raw: StrCol,
+}
+
+pub const REASONS: [&str; 3] = ["binary", "before_first_record", "bad_timestamp"];
+
+impl Quarantine {
+    fn push(&mut self, fidx: u32, line_no: i64, reason: u8, raw: &str) {
+        self.fidx.push(fidx);
+        self.line_no.push(line_no);
+        self.reason.push(reason);
+        self.raw.push(Some(raw));
+    }
+}
+
+/// Per-file counters: lines, long_line, non_utf8, blank_line, shell_trace.
+pub type Counts = [u64; 5];
+
+/// What one piece added to its task's output (row ends, to fix line numbers afterwards).
+struct Seg {
+    fidx: u32,
+    counts: Counts,
+    ends: [usize; 4],
+}
+
+/// The output of a task: consecutive pieces processed by one thread.
+#[derive(Default)]
+struct TaskOut {
+    segs: Vec<Seg>,
+    ev: Events,
+    q_body: Quarantine,
+    q_bad_head: Quarantine,
+    q_bad_line: Quarantine,
+}
+
+impl TaskOut {
+    fn line_cols(&mut self) -> [&mut Vec<i64>; 4] {
+        [
+            &mut self.ev.line_no,
+            &mut self.q_body.line_no,
+            &mut self.q_bad_head.line_no,
+            &mut self.q_bad_line.line_no,
+        ]
+    }
+}
+
+enum Cur {
+    None,
+    Good { start: usize, n_cont: u32 },
+    Bad,
+}
+
+struct Piece<'a> {
+    fidx: u32,
+    data: &'a [u8],
+    year: i32,
+}
+
+// ---------------------------------------------------------------------------------------------
+
+impl Rx {
+    /// `redact()` of redact.py: when the cheap filter matches, every secret replaced.
+    fn redact<'a>(&self, s: &'a str) -> Cow<'a, str> {
+        match &self.windowed {
+            Some(meta) => redact_windowed(meta, &self.cheap, &self.secret, &self.replacement, s),
+            None if self.cheap.is_match(s) => self.secret.replace_all(s, self.replacement.as_str()),
+            None => Cow::Borrowed(s),
+        }
+    }
+
+    fn is_header(&self, s: &str) -> bool {
+        if self.fast_oslo {
+            if let Some(v) = oslo_fast(s.as_bytes()) {
+                return v;
+            }
+        }
+        self.header.is_match(s) && !self.trace.is_match(s)
+    }
+
+    fn strip_debug<'a>(&self, m: &'a str) -> Cow<'a, str> {
+        let b = m.as_bytes();
+        // the suffix ends with "}}" or with a (possibly non-ASCII) digit
+        let maybe = b.ends_with(b"}}") || matches!(b.last(), Some(&c) if c.is_ascii_digit() || c >= 0x80);
+        if !maybe {
+            Cow::Borrowed(m)
+        } else if self.fast_debug && b.is_ascii() {
+            Cow::Borrowed(&m[..debug_suffix_start(b).unwrap_or(b.len())])
+        } else {
+            self.debug_suffix.replacen(m, 1, "")
+        }
+    }
+
+    fn has_pid(&self, f: &str) -> bool {
+        if f.is_ascii() {
+            !f.is_empty() && f.bytes().all(|c| c.is_ascii_digit())
+        } else {
+            self.has_pid.is_match(f)
+        }
+    }
+
+    /// Parse a header line (already cut to `max_line` chars) into `ev`; false (and nothing
+    /// pushed) when its timestamp is unreadable.
+    fn head(&self, line: &str, year: i32, fidx: u32, line_no: i64, ev: &mut Events) -> bool {
+        let cap1 = |r: &Option<Regex>| -> Option<&str> {
+            r.as_ref()
+                .and_then(|r| r.captures(line))
+                .and_then(|c| c.get(1))
+                .map(|m| m.as_str())
+        };
+        let (mut svc, mut host, mut spid, mut sysdate) = (None, None, None, None);
+        let core: Cow<str> = match self.fmt {
+            Fmt::Oslo => Cow::Borrowed(line),
+            Fmt::Prefixed => {
+                svc = cap1(&self.prog);
+                self.core.as_ref().unwrap().replacen(line, 1, "")
+            }
+            Fmt::Merged => {
+                svc = cap1(&self.alias);
+                self.core.as_ref().unwrap().replacen(line, 1, self.core_rep.as_str())
+            }
+            Fmt::Syslog => {
+                sysdate = cap1(&self.sysdate);
+                host = cap1(&self.host);
+                svc = cap1(&self.prog);
+                spid = cap1(&self.spid);
+                let rest = self.core.as_ref().unwrap().replacen(line, 1, "");
+                if self.oslo_date.as_ref().unwrap().is_match(&rest) {
+                    rest
+                } else {
+                    Cow::Owned(format!("{}{}", self.placeholder, rest))
+                }
+            }
+        };
+        let core: &str = &core;
+        let f = split_n::<5>(core);
+        let has_pid = f[2].map(|v| self.has_pid(v));
+        let used = if has_pid == Some(true) { 5 } else { 4 };
+        let rest: Option<&str> = if f[..used].iter().all(Option::is_some) {
+            let off: usize = f[..used].iter().map(|v| v.unwrap().len()).sum::<usize>() + used;
+            Some(if off <= core.len() { &core[off..] } else { "" })
+        } else {
+            None
+        };
+        // timestamp first: a record without one goes to quarantine whole
+        let ts = match (f[0], f[1]) {
+            (Some(d), Some(t)) => {
+                if self.fmt == Fmt::Syslog && d.starts_with("0000") {
+                    sysdate.and_then(|s| ts::syslog_ts(year, s))
+                } else {
+                    ts::oslo_ts(d, t)
+                }
+            }
+            _ => None,
+        };
+        let Some(ts) = ts else { return false };
+
+        let (ctx, msg) = match rest {
+            None => (None, None),
+            Some(r) => {
+                let end = memchr(b']', r.as_bytes());
+                match end {
+                    Some(e) if r.starts_with('[') && !r.starts_with("[instance: ") => {
+                        (Some(slice_chars(r, 1, Some(e - 1))), Some(slice_chars(r, e + 2, None)))
+                    }
+                    _ => (None, Some(r)),
+                }
+            }
+        };
+        let (pid, level, logger) = if has_pid == Some(true) {
+            (f[2], f[3], f[4])
+        } else {
+            (None, f[2], f[3])
+        };
+        let t = match ctx {
+            Some(c) => split_n::<4>(c),
+            None => [None; 4],
+        };
+        let two =
+            t[1].is_some_and(|v| v.starts_with("req-")) && t[0].is_some_and(|v| v.starts_with("req-") || v == "None");
+        let one = !two && t[0].is_some_and(|v| v.starts_with("req-"));
+        fn pick<'s>(two: bool, one: bool, a: Option<&'s str>, b: Option<&'s str>) -> Option<&'s str> {
+            if two {
+                a
+            } else if one {
+                b
+            } else {
+                None
+            }
+        }
+        let gri = if two && t[0] != Some("None") { t[0] } else { None };
+        let request_id = pick(two, one, t[1], t[0]);
+        let user = field(pick(two, one, t[2], t[1]));
+        let project = field(pick(two, one, t[3], t[2]));
+        let inst = msg.and_then(instance_uuid);
+        let message: Option<Cow<str>> = msg.map(|m| {
+            let m = if level == Some("DEBUG") {
+                self.strip_debug(m)
+            } else {
+                Cow::Borrowed(m)
+            };
+            let redacted: Option<String> = match self.redact(&m) {
+                Cow::Owned(r) => Some(r),
+                Cow::Borrowed(_) => None,
+            };
+            redacted.map_or(m, Cow::Owned)
+        });
+
+        ev.fidx.push(fidx);
+        ev.line_no.push(line_no);
+        ev.ts.push(ts);
+        ev.host.push(host);
+        ev.svc.push(svc);
+        ev.pid.push(pid.or(spid).and_then(cast_i32));
+        ev.level.push(level);
+        ev.logger.push(logger);
+        ev.request_id.push(request_id);
+        ev.global_request_id.push(gri);
+        ev.user.push(user);
+        ev.project.push(project);
+        ev.instance_uuid.push(inst);
+        ev.message.push(message.as_deref());
+        true
+    }
+
+    /// Close the current record: its continuation (redacted as a whole) and line count.
+    fn finish(&self, cur: &mut Cur, ev: &mut Events) {
+        if let Cur::Good { start, n_cont } = *cur {
+            if n_cont == 0 {
+                ev.continuation.close(false);
+            } else {
+                // SAFETY: only whole UTF-8 strings and '\n' were appended since `start`
+                let text = unsafe { std::str::from_utf8_unchecked(&ev.continuation.data[start..]) };
+                let redacted: Option<String> = match self.redact(text) {
+                    Cow::Owned(r) => Some(r),
+                    Cow::Borrowed(_) => None,
+                };
+                if let Some(r) = redacted {
+                    ev.continuation.data.truncate(start);
+                    ev.continuation.data.extend_from_slice(r.as_bytes());
+                }
+                ev.continuation.close(true);
+            }
+            ev.n_lines.push(n_cont as i32 + 1);
+        }
+        *cur = Cur::None;
+    }
+
+    fn run_piece(&self, p: &Piece, out: &mut TaskOut) {
+        let buf = p.data;
+        let valid = std::str::from_utf8(buf).is_ok();
+        let has_1f = memchr(0x1f, buf).is_some();
+        let fffd = memmem::Finder::new("\u{FFFD}".as_bytes());
+        let has_fffd = !valid || fffd.find(buf).is_some();
+        let mut counts: Counts = [0; 5];
+        let mut cur = Cur::None;
+        let mut seg_head = false;
+        let mut line_no: i64 = 0;
+        let mut pos = 0;
+        let mut scratch: Vec<u8> = Vec::new();
+        while pos < buf.len() {
+            let (mut line, next) = match memchr(b'\n', &buf[pos..]) {
+                Some(i) => (&buf[pos..pos + i], pos + i + 1),
+                None => (&buf[pos..], buf.len()),
+            };
+            pos = next;
+            line_no += 1;
+            if let [rest @ .., b'\r'] = line {
+                line = rest;
+            }
+            if line.is_empty() {
+                counts[3] += 1;
+                continue;
+            }
+            let s: Cow<str> = if valid && !has_1f {
+                // SAFETY: the whole piece is valid UTF-8 and '\n' / '\r' are ASCII
+                Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(line) })
+            } else {
+                let bytes: &[u8] = if has_1f && memchr(0x1f, line).is_some() {
+                    scratch.clear();
+                    scratch.extend(line.iter().map(|&c| if c == 0x1f { b'?' } else { c }));
+                    &scratch
+                } else {
+                    line
+                };
+                String::from_utf8_lossy(bytes)
+            };
+            let s: &str = &s;
+            if s.len() > self.max_line {
+                counts[1] += 1;
+            }
+            if has_fffd && fffd.find(s.as_bytes()).is_some() {
+                counts[2] += 1;
+            }
+            if self.is_header(s) {
+                self.finish(&mut cur, &mut out.ev);
+                seg_head = true;
+                if self.head(trunc_chars(s, self.max_line), p.year, p.fidx, line_no, &mut out.ev) {
+                    cur = Cur::Good {
+                        start: out.ev.continuation.data.len(),
+                        n_cont: 0,
+                    };
+                } else {
+                    let raw = self.redact(trunc_chars(s, self.max_raw));
+                    out.q_bad_head.push(p.fidx, line_no, 2, &raw);
+                    cur = Cur::Bad;
+                }
+                continue;
+            }
+            if s.starts_with("+ ") {
+                counts[4] += 1;
+                continue;
+            }
+            let binary = has_binary(s.as_bytes());
+            if binary || !seg_head {
+                let raw = self.redact(trunc_chars(s, self.max_raw));
+                out.q_body.push(p.fidx, line_no, if binary { 0 } else { 1 }, &raw);
+                continue;
+            }
+            match &mut cur {
+                Cur::Good { n_cont, .. } => {
+                    let data = &mut out.ev.continuation.data;
+                    if *n_cont > 0 {
+                        data.push(b'\n');
+                    }
+                    data.extend_from_slice(trunc_chars(s, self.max_line).as_bytes());
+                    *n_cont += 1;
+                }
+                Cur::Bad => {
+                    let raw = self.redact(trunc_chars(s, self.max_raw));
+                    out.q_bad_line.push(p.fidx, line_no, 2, &raw);
+                }
+                Cur::None => unreachable!("a segment head always opens a record"),
+            }
+        }
+        self.finish(&mut cur, &mut out.ev);
+        counts[0] = line_no as u64;
+        let ends = [
+            out.ev.line_no.len(),
+            out.q_body.line_no.len(),
+            out.q_bad_head.line_no.len(),
+            out.q_bad_line.line_no.len(),
+        ];
+        out.segs.push(Seg {
+            fidx: p.fidx,
+            counts,
+            ends,
+        });
+    }
+
+    /// Does the line starting at `buf[0]` (up to '\n') open a record? (for piece boundaries)
+    fn line_is_header(&self, line: &[u8]) -> bool {
+        let line = match line {
+            [rest @ .., b'\r'] => rest,
+            l => l,
+        };
+        if line.is_empty() {
+            return false;
+        }
+        let fixed: Cow<[u8]> = if memchr(0x1f, line).is_some() {
+            Cow::Owned(line.iter().map(|&c| if c == 0x1f { b'?' } else { c }).collect())
+        } else {
+            Cow::Borrowed(line)
+        };
+        self.is_header(&String::from_utf8_lossy(&fixed))
+    }
+
+    /// Cut one file into pieces of about `target` bytes, each starting at a header line.
+    fn split_file<'a>(&self, fidx: u32, data: &'a [u8], year: i32, target: usize) -> Vec<Piece<'a>> {
+        let mut cuts = vec![0usize];
+        let mut nominal = target;
+        while nominal < data.len() {
+            // first line start after `nominal` that is a header
+            let mut ls = match memchr(b'\n', &data[nominal..]) {
+                Some(i) => nominal + i + 1,
+                None => break,
+            };
+            let mut found = None;
+            while ls < data.len() {
+                let end = memchr(b'\n', &data[ls..]).map_or(data.len(), |i| ls + i);
+                if self.line_is_header(&data[ls..end]) {
+                    found = Some(ls);
+                    break;
+                }
+                ls = end + 1;
+            }
+            match found {
+                Some(c) => {
+                    cuts.push(c);
+                    nominal = c + target;
+                }
+                None => break,
+            }
+        }
+        cuts.push(data.len());
+        cuts.windows(2)
+            .map(|w| Piece {
+                fidx,
+                data: &data[w[0]..w[1]],
+                year,
+            })
+            .collect()
+    }
+}
+
+/// The result of one batch.
+pub struct Batch {
+    pub event_fields: Fields,
+    pub events: Vec<Vec<(&'static str, Column)>>,
+    pub quarantine: Vec<(&'static str, Column)>,
+    pub counts: Vec<Counts>,
+}
+
+fn concat_q(parts: Vec<Quarantine>) -> Quarantine {
+    let mut q = Quarantine::default();
+    let mut raws = Vec::with_capacity(parts.len());
+    for p in parts {
+        q.fidx.extend(p.fidx);
+        q.line_no.extend(p.line_no);
+        q.reason.extend(p.reason);
+        raws.push(p.raw);
+    }
+    q.raw = StrCol::concat(raws);
+    q
+}
+
+/// Tokenize a batch: `datas[i]` is file `i`, `years[i]` its syslog year. Pieces of about
+/// `task_bytes` are processed in parallel; events come back as one chunk per task.
+pub fn tokenize(rx: &Rx, datas: &[&[u8]], years: &[i32], task_bytes: usize) -> Batch {
+    let pieces: Vec<Piece> = datas
+        .par_iter()
+        .enumerate()
+        .flat_map_iter(|(i, d)| rx.split_file(i as u32, d, years[i], task_bytes))
+        .collect();
+    // tasks: runs of consecutive pieces of at least task_bytes (small files go together)
+    let mut tasks: Vec<&[Piece]> = Vec::new();
+    let (mut start, mut size) = (0, 0);
+    for (i, p) in pieces.iter().enumerate() {
+        size += p.data.len();
+        if size >= task_bytes {
+            tasks.push(&pieces[start..=i]);
+            (start, size) = (i + 1, 0);
+        }
+    }
+    if start < pieces.len() {
+        tasks.push(&pieces[start..]);
+    }
+    let mut outs: Vec<TaskOut> = tasks
+        .par_iter()
+        .map(|ps| {
+            let mut out = TaskOut::default();
+            ps.iter().for_each(|p| rx.run_piece(p, &mut out));
+            out
+        })
+        .collect();
+
+    // line numbers: each piece counted from 1; add the lines of the file's earlier pieces
+    let mut counts = vec![[0u64; 5]; datas.len()];
+    for o in outs.iter_mut() {
+        let mut begin = [0usize; 4];
+        let segs = std::mem::take(&mut o.segs);
+        for seg in &segs {
+            let c = &mut counts[seg.fidx as usize];
+            let base = c[0] as i64;
+            if base != 0 {
+                for (k, col) in o.line_cols().into_iter().enumerate() {
+                    col[begin[k]..seg.ends[k]].iter_mut().for_each(|x| *x += base);
+                }
+            }
+            for (total, n) in c.iter_mut().zip(seg.counts) {
+                *total += n;
+            }
+            begin = seg.ends;
+        }
+    }
+    let (mut qb, mut qh, mut ql) = (Vec::new(), Vec::new(), Vec::new());
+    let mut events = Vec::with_capacity(outs.len());
+    for o in outs {
+        if !o.ev.line_no.is_empty() {
+            events.push(event_columns(o.ev));
+        }
+        qb.push(o.q_body);
+        qh.push(o.q_bad_head);
+        ql.push(o.q_bad_line);
+    }
+    // quarantine order: body lines, then unreadable-timestamp headers, then their lines
+    let q = concat_q(qb.into_iter().chain(qh).chain(ql).collect());
+    let mut reason = StrCol::default();
+    for r in &q.reason {
+        reason.push(Some(REASONS[*r as usize]));
+    }
+    let quarantine = vec![
+        ("fidx", Column::U32(PrimCol::all_valid(q.fidx))),
+        ("line_no", Column::I64(PrimCol::all_valid(q.line_no))),
+        ("reason", Column::Str(reason)),
+        ("raw", Column::Str(q.raw)),
+    ];
+    Batch {
+        event_fields: fields(&event_columns(Events::default())),
+        events,
+        quarantine,
+        counts,
+    }
+}
+
+fn event_columns(e: Events) -> Vec<(&'static str, Column)> {
+    vec![
+        ("fidx", Column::U32(PrimCol::all_valid(e.fidx))),
+        ("line_no", Column::I64(PrimCol::all_valid(e.line_no))),
+        ("ts_ns", Column::I64(PrimCol::all_valid(e.ts))),
+        ("host", Column::Str(e.host)),
+        ("svc", Column::Str(e.svc)),
+        ("pid", Column::I32(e.pid)),
+        ("level", Column::Str(e.level)),
+        ("logger", Column::Str(e.logger)),
+        ("request_id", Column::Str(e.request_id)),
+        ("global_request_id", Column::Str(e.global_request_id)),
+        ("user", Column::Str(e.user)),
+        ("project", Column::Str(e.project)),
+        ("instance_uuid", Column::Str(e.instance_uuid)),
+        ("message", Column::Str(e.message)),
+        ("continuation", Column::Str(e.continuation)),
+        ("n_lines", Column::I32(PrimCol::all_valid(e.n_lines))),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// xorshift, so the tests need no crate
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+            xs[(self.next() % xs.len() as u64) as usize]
+        }
+    }
+
+    #[test]
+    fn debug_suffix_matches_the_regex() {
+        let re = Regex::new(DEBUG_SUFFIX).unwrap();
+        let parts = [
+            " ",
+            "  ",
+            "\t",
+            "\x0b",
+            "\n",
+            "{{",
+            "}}",
+            "}",
+            "{{(pid=",
+            "(pid=",
+            "12",
+            "7",
+            ") ",
+            ")",
+            "x",
+            "ab",
+            "/",
+            " /",
+            "/opt/x",
+            ".py:",
+            ".py",
+            ":",
+            "py:",
+            "0",
+            "9",
+            "foo.py:12",
+            " f /a.py:3",
+            "}} ",
+            "-",
+            "\r",
+        ];
+        let mut rng = Rng(0x9e3779b97f4a7c15);
+        for _ in 0..300_000 {
+            let n = (rng.next() % 12) as usize;
+            let m: String = (0..n).map(|_| rng.pick(&parts)).collect();
+            let want = re.find(&m).map(|x| x.start());
+            assert_eq!(debug_suffix_start(m.as_bytes()), want, "{m:?}");
+        }
+        for m in [
+            "msg {{(pid=123) f /opt/a.py:1}}",
+            "a b /c.py:12",
+            "done  {{(pid=1) x}}",
+            " x /y.py:1",
+        ] {
+            assert_eq!(debug_suffix_start(m.as_bytes()), re.find(m).map(|x| x.start()), "{m:?}");
+        }
+    }
+
+    #[test]
+    fn windowed_redaction_matches_replace_all() {
+        let re = Regex::new(SECRET).unwrap();
+        let meta = regex_automata::meta::Regex::new(SECRET).unwrap();
+        let cheap = Regex::new(CHEAP).unwrap();
+        let rep = "${1}${2}${3}${4}${5}***${6}";
+        let parts = [
+            "token",
+            "TOKEN",
+            "to\u{212A}en",
+            "passecret",
+            "secretoken",
+            "Token_Id",
+            "tokens",
+            "gAAAA",
+            "pass",
+            "paſſword",
+            "password",
+            "passwd",
+            "Password",
+            "secret",
+            "SECRET",
+            "x-auth-",
+            "X-Subject-",
+            "x-service-",
+            "admin_",
+            "auth_",
+            "_id",
+            "\"",
+            "'",
+            ":",
+            "=",
+            " ",
+            "\n",
+            "\t",
+            "{",
+            "}",
+            "\"id\":",
+            "\"token\":",
+            "gAAAAA",
+            "AAAAAAAAAA",
+            "MII",
+            "abcdefghijklmnopqrstuvwxyz0123456789+/=",
+            "://",
+            ",",
+            "@",
+            "u",
+            "host",
+            "é",
+            ";",
+            "&",
+            "rabbit",
+            "1",
+            "x",
+            "-",
+            "/",
+            "\u{a0}",
+            "_",
+            "aa",
+        ];
+        let mut rng = Rng(0xdead_beef_cafe_f00d);
+        let mut changed = 0;
+        for _ in 0..400_000 {
+            let n = (rng.next() % 16) as usize;
+            let m: String = (0..n).map(|_| rng.pick(&parts)).collect();
+            let want = if cheap.is_match(&m) {
+                re.replace_all(&m, rep)
+            } else {
+                Cow::Borrowed(m.as_str())
+            };
+            let got = redact_windowed(&meta, &cheap, &re, rep, &m);
+            changed += matches!(want, Cow::Owned(_)) as usize;
+            assert_eq!(got, want, "{m:?}");
+        }
+        assert!(changed > 20_000, "{changed}");
+    }
+
+    #[test]
+    fn oslo_fast_matches_the_regexes() {
+        let header = Regex::new(OSLO_HEADER).unwrap();
+        let trace = Regex::new(OSLO_TRACE).unwrap();
+        let parts = [
+            "2016-06-28",
+            " ",
+            "13:56:12",
+            ".360",
+            ",5",
+            ".",
+            "29140",
+            "1",
+            "DEBUG",
+            "TRACE",
+            "INFO",
+            "ABC",
+            "ABCDEFGHI",
+            "nova.api",
+            "_x-y.z",
+            "[req-1 u p]",
+            "[",
+            "]",
+            ":",
+            "x",
+            "2016-06-28 13:56:12",
+            "\t",
+            "9",
+            "-",
+        ];
+        let mut rng = Rng(0x1234_5678_9abc_def1);
+        let mut accepted = 0;
+        for _ in 0..300_000 {
+            let n = (rng.next() % 10) as usize;
+            let mut m = String::new();
+            if rng.next() % 4 != 0 {
+                m.push_str(rng.pick(&[
+                    "2016-06-28 13:56:12 ",
+                    "2016-06-28 13:56:12.360 ",
+                    "2016-06-28 13:56:12,5 ",
+                ]));
+                if rng.next() % 2 == 0 {
+                    m.push_str("29140 ");
+                }
+                m.push_str(rng.pick(&["DEBUG ", "TRACE ", "INFO", "ABC "]));
+            }
+            m.extend((0..n).map(|_| rng.pick(&parts)));
+            let want = header.is_match(&m) && !trace.is_match(&m);
+            accepted += want as usize;
+            if let Some(got) = oslo_fast(m.as_bytes()) {
+                assert_eq!(got, want, "{m:?}");
+            }
+        }
+        assert!(accepted > 5_000, "{accepted}");
+    }
+
+    #[test]
+    fn fast_header() {
+        assert_eq!(
+            oslo_fast(b"2016-06-28 13:56:12.360 29140 DEBUG nova.api [req-1 u p] m"),
+            Some(true)
+        );
+        assert_eq!(
+            oslo_fast(b"2016-06-28 13:56:12.360 29140 TRACE nova.api x"),
+            Some(false)
+        );
+        assert_eq!(oslo_fast(b"2016-06-28 13:56:12 INFO nova"), Some(true));
+        assert_eq!(oslo_fast(b"2016-06-28 13:56:12 INFO nova:"), Some(false));
+        assert_eq!(oslo_fast(b"2016-06-28 13:56:12 INFO nov\xc3\xa9"), None);
+        assert_eq!(slice_chars("héllo", 1, Some(3)), "éll");
+        assert_eq!(slice_chars("ab", 5, None), "");
+        assert_eq!(cast_i32("2147483648"), None);
+        assert_eq!(cast_i32("-2147483648"), Some(i32::MIN));
+    }
+}
