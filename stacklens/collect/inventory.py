@@ -39,18 +39,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
 from stacklens.errors import UserError
+from stacklens.yamlfile import load_model
 
 __all__ = [
     "HostPlan",
@@ -284,35 +283,6 @@ def analysis_maps(inv: Inventory, collected: str | Path | None = None) -> NameMa
 # --- loading with line numbers ----------------------------------------------------------------
 
 
-def _line_map(node: yaml.Node, path: tuple = (), out: dict | None = None,
-              dups: list | None = None) -> dict[tuple, int]:
-    """Map each key path to its 1-based line (the key's line for mapping values)."""
-    out = {} if out is None else out
-    out.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        seen: set = set()
-        for k, v in node.value:
-            if k.value in seen and dups is not None:
-                dups.append((k.value, k.start_mark.line + 1))
-            seen.add(k.value)
-            out[(*path, k.value)] = k.start_mark.line + 1
-            _line_map(v, (*path, k.value), out, dups)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, v in enumerate(node.value):
-            _line_map(v, (*path, i), out, dups)
-    return out
-
-
-def _line_of(loc: tuple, lines: dict[tuple, int]) -> int:
-    path: tuple = ()
-    for part in loc:
-        if (*path, part) in lines:
-            path = (*path, part)
-        elif (*path, str(part)) in lines:
-            path = (*path, str(part))
-    return lines.get(path, 1)
-
-
 def _ref_line(msg: str, lines: dict[tuple, int]) -> int | None:
     """Model-level errors name ``hosts[i]``: point at that host's line."""
     m = re.search(r"hosts\[(\d+)\]", msg)
@@ -321,37 +291,9 @@ def _ref_line(msg: str, lines: dict[tuple, int]) -> int | None:
 
 def parse_inventory(text: str, source: str = "<inventory>") -> Inventory:
     """Validate inventory YAML ``text``; raise :class:`InventoryError` naming ``source:line``."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line = mark.line + 1 if mark else 1
-        raise InventoryError(f"{source}:{line}: not valid YAML: {e.problem or e}") from None
-    except yaml.YAMLError as e:
-        raise InventoryError(f"{source}: not valid YAML: {e}") from None
-    if node is None or not isinstance(data, dict):
-        raise InventoryError(f"{source}:1: an inventory is a YAML mapping (defaults, roles, hosts)")
-    dups: list = []
-    lines = _line_map(node, dups=dups)
-    if dups:
-        key, line = dups[0]
-        raise InventoryError(f"{source}:{line}: key '{key}' given twice")
-    try:
-        return Inventory.model_validate(data)
-    except ValidationError as e:
-        msgs = []
-        for err in e.errors(include_url=False):
-            loc = tuple(p for p in err["loc"] if p not in ("function-after", "function-before"))
-            msg = err["msg"].removeprefix("Value error, ")
-            where = ".".join(str(p) for p in loc) or "(top)"
-            line = _ref_line(msg, lines) or _line_of(loc, lines)
-            msgs.append((line, f"{where}: {msg}" if loc else msg))
-        msgs.sort(key=lambda m: m[0])
-        first_line, first = msgs[0]
-        more = "; ".join(f"line {ln}: {m}" for ln, m in msgs[1:])
-        more = f" (also {more})" if more else ""
-        raise InventoryError(f"{source}:{first_line}: {first}{more}") from None
+    return load_model(text, source, Inventory, InventoryError,
+                      "an inventory is a YAML mapping (defaults, roles, hosts)",
+                      line_hint=_ref_line)
 
 
 def load_inventory(path: str | Path) -> Inventory:

@@ -38,17 +38,16 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
 from stacklens.errors import UserError
+from stacklens.yamlfile import load_model
 
 __all__ = [
     "ActivePhase",
@@ -229,71 +228,10 @@ class Scenario(_Model):
 # --- line numbers --------------------------------------------------------------------------
 
 
-def _line_map(node: yaml.Node, path: tuple = (), out: dict | None = None,
-              dups: list | None = None) -> dict[tuple, int]:
-    """Map each key path to its 1-based line (the key's line for mapping values)."""
-    out = {} if out is None else out
-    if path not in out:
-        out[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        seen: set = set()
-        for k, v in node.value:
-            key = k.value
-            if key in seen and dups is not None:
-                dups.append((key, k.start_mark.line + 1))
-            seen.add(key)
-            out[(*path, key)] = k.start_mark.line + 1
-            _line_map(v, (*path, key), out, dups)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, v in enumerate(node.value):
-            _line_map(v, (*path, i), out, dups)
-    return out
-
-
-def _line_of(loc: tuple, lines: dict[tuple, int]) -> int:
-    """The line of the deepest part of ``loc`` present in the file. Parts that are not keys
-    (union tags such as ``constant``) are stepped over."""
-    path: tuple = ()
-    for part in loc:
-        if (*path, part) in lines:
-            path = (*path, part)
-        elif (*path, str(part)) in lines:
-            path = (*path, str(part))
-    return lines.get(path, 1)
-
-
 def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
     """Validate scenario YAML ``text``; raise :class:`ScenarioError` naming ``source:line``."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line = mark.line + 1 if mark else 1
-        raise ScenarioError(f"{source}:{line}: not valid YAML: {e.problem or e}") from None
-    except yaml.YAMLError as e:
-        raise ScenarioError(f"{source}: not valid YAML: {e}") from None
-    if node is None or not isinstance(data, dict):
-        raise ScenarioError(f"{source}:1: a scenario is a YAML mapping (name, cloud, workload...)")
-    dups: list = []
-    lines = _line_map(node, dups=dups)
-    if dups:
-        key, line = dups[0]
-        raise ScenarioError(f"{source}:{line}: key '{key}' given twice")
-    try:
-        return Scenario.model_validate(data)
-    except ValidationError as e:
-        msgs = []
-        for err in e.errors(include_url=False):
-            loc = tuple(err["loc"])
-            where = ".".join(str(p) for p in loc if (p not in _TAGS)) or "(top)"
-            msg = err["msg"].removeprefix("Value error, ")
-            msgs.append((_line_of(loc, lines), f"{where}: {msg}"))
-        msgs.sort(key=lambda m: m[0])
-        first_line, first = msgs[0]
-        more = "; ".join(f"line {ln}: {m}" for ln, m in msgs[1:])  # one line on stderr
-        more = f" (also {more})" if more else ""
-        raise ScenarioError(f"{source}:{first_line}: {first}{more}") from None
+    return load_model(text, source, Scenario, ScenarioError,
+                      "a scenario is a YAML mapping (name, cloud, workload...)", skip=_TAGS)
 
 
 _TAGS = {"burst", "constant", "linear", "steps"}
