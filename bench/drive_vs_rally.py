@@ -10,7 +10,7 @@ What it does
    authenticates only through keystone (``keystoneauth1`` password plugin, then the service
    catalog: no token or endpoint override exists in its ``existing`` platform; its spec's
    ``endpoint`` key is "deprecated and not used"). So this script starts a **keystone
-   stand-in** (not keystone: ``python bench/drive_vs_rally.py keystone-standin``, loopback
+   stand-in** (not keystone: ``bench/keystone_standin.py``, loopback
    only): it answers version discovery and ``POST /v3/auth/tokens`` with the noauth2 token
    ``admin:admin`` as ``X-Subject-Token``, user and project ``admin`` with role ``admin``, and a
    catalog pointing at the lab's nova, glance, placement and neutron stand-in. Rally's env is an
@@ -82,12 +82,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
-import uuid
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -99,98 +96,6 @@ ACTIVE_TIMEOUT_S, DELETE_TIMEOUT_S = 900, 600
 
 def _say(msg: str) -> None:
     print(f"[drive_vs_rally {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------------------------------------
-# keystone stand-in (child process): NOT keystone, just enough of its v3 API for keystoneauth1
-# ---------------------------------------------------------------------------------------------
-
-def _catalog(base: str, port_base: int) -> list[dict[str, Any]]:
-    def ep(stype: str, name: str, url: str) -> dict[str, Any]:
-        return {"id": name, "type": stype, "name": name, "endpoints": [
-            {"id": f"{name}-public", "interface": "public", "region": "RegionOne",
-             "region_id": "RegionOne", "url": url}]}
-    return [
-        ep("compute", "nova", f"http://127.0.0.1:{port_base + 74}/v2.1"),
-        ep("image", "glance", f"http://127.0.0.1:{port_base + 92}"),
-        ep("placement", "placement", f"http://127.0.0.1:{port_base + 78}"),
-        ep("network", "neutron-standin", f"http://127.0.0.1:{port_base + 96}"),
-        ep("identity", "keystone-standin", f"{base}/v3"),
-    ]
-
-
-class _KeystoneStandin(BaseHTTPRequestHandler):
-    base = ""
-    port_base = 0
-    log_file = None
-    server_version = "stacklens-bench-keystone-standin"
-
-    def _send(self, code: int, body: dict, headers: tuple = ()) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for k, v in headers:
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _version(self) -> dict:
-        return {"id": "v3.14", "status": "stable", "updated": "2020-04-07T00:00:00Z",
-                "links": [{"rel": "self", "href": f"{self.base}/v3/"}],
-                "media-types": [{"base": "application/json",
-                                 "type": "application/vnd.openstack.identity-v3+json"}]}
-
-    def _not_found(self) -> None:
-        self._send(404, {"error": {"code": 404, "title": "Not Found",
-                                   "message": "keystone stand-in (stacklens bench): not here"}})
-
-    def do_GET(self) -> None:  # noqa: N802
-        p = self.path.split("?")[0].rstrip("/")
-        if p == "":
-            self._send(300, {"versions": {"values": [self._version()]}})
-        elif p == "/v3":
-            self._send(200, {"version": self._version()})
-        else:
-            self._not_found()
-
-    def do_POST(self) -> None:  # noqa: N802
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if self.path.split("?")[0].rstrip("/") != "/v3/auth/tokens":
-            return self._not_found()
-        dom = {"id": "default", "name": "Default"}
-        self._send(201, {"token": {
-            "methods": ["password"], "expires_at": "2099-01-01T00:00:00.000000Z",
-            "issued_at": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime()),
-            "audit_ids": [uuid.uuid4().hex[:22]],
-            "user": {"id": "admin", "name": "admin", "domain": dom, "password_expires_at": None},
-            "project": {"id": "admin", "name": "admin", "domain": dom},
-            "roles": [{"id": "admin", "name": "admin"}, {"id": "member", "name": "member"}],
-            "is_domain": False, "catalog": _catalog(self.base, self.port_base)}},
-            (("X-Subject-Token", NOAUTH_TOKEN),))
-
-    def log_message(self, fmt: str, *args: Any) -> None:
-        if self.log_file:
-            with open(self.log_file, "a") as f:
-                f.write(f"{time.time():.3f} {self.command} {self.path} {fmt % args}\n")
-
-
-def standin_main(argv: list[str]) -> None:
-    ap = argparse.ArgumentParser(prog="drive_vs_rally.py keystone-standin")
-    ap.add_argument("--port-base", type=int, required=True, help="the lab's --port-base")
-    ap.add_argument("--log", default=None)
-    ap.add_argument("--max-s", type=float, default=3600.0, help="stop by itself after this")
-    a = ap.parse_args(argv)
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _KeystoneStandin)
-    srv.daemon_threads = True
-    _KeystoneStandin.base = f"http://127.0.0.1:{srv.server_address[1]}"
-    _KeystoneStandin.port_base = a.port_base
-    _KeystoneStandin.log_file = a.log
-    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    print(f"port {srv.server_address[1]}", flush=True)
-    time.sleep(a.max_s)
-    srv.shutdown()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -536,9 +441,6 @@ def _ratio(a: Any, b: Any) -> float | None:
 # ---------------------------------------------------------------------------------------------
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "keystone-standin":
-        standin_main(sys.argv[2:])
-        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--servers", type=int, default=50)
     ap.add_argument("--concurrency", type=int, default=50)
@@ -612,7 +514,7 @@ def main() -> None:
         else:
             (work / "rally").mkdir()
             standin = subprocess.Popen(
-                [sys.executable, __file__, "keystone-standin", "--port-base",
+                [sys.executable, str(Path(__file__).with_name("keystone_standin.py")), "--port-base",
                  str(args.port_base), "--log", str(work / "keystone-standin.log"),
                  "--max-s", str(args.run_timeout_s * 4 + 1200)],
                 stdout=subprocess.PIPE, text=True, start_new_session=True)
