@@ -308,23 +308,34 @@ def breakdown(tev: pl.DataFrame, traces: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+_TORN = r"Took \d+(\.\d+)? seconds to (deallocate network|detach \d+ volumes)"
+# phase -> (start regex, end regex, start is the first (min) or the last (max) match)
 _MARKS = {
-    "claim": (r"Attempting claim", r"Claim successful|Claim failed"),
-    "network": (r"Start building networks asynchronously", r"Instance network_info:"),
-    "block_device": (r"Start building block device mappings", r"Start spawning the instance"),
-    "spawn": (r"Start spawning the instance", r"Took \d+(\.\d+)? seconds to spawn"),
+    "claim": (r"Attempting claim", r"Claim successful|Claim failed", "min"),
+    "network": (r"Start building networks asynchronously", r"Instance network_info:", "min"),
+    "block_device": (r"Start building block device mappings", r"Start spawning the instance", "min"),
+    "spawn": (r"Start spawning the instance", r"Took \d+(\.\d+)? seconds to spawn", "min"),
+    # delete (nova/compute/manager.py _shutdown_instance, _delete_instance, 12.0.0-31.0.0):
+    # teardown ends when the guest, network and volumes are gone; the instance is then saved
+    # as DELETED (what a polling client sees). resource_cleanup is what follows
+    # (_complete_deletion: resource tracker under the compute_resources lock, placement
+    # allocations deleted) before the capacity is free again.
+    "teardown": (r"Terminating instance", _TORN, "min"),
+    "resource_cleanup": (_TORN, r"Deleted allocations? for (instance|consumer) ", "max"),
 }
 
 
 def phases(tev: pl.DataFrame) -> pl.DataFrame:
-    """nova-compute phases per trace (:data:`stacklens.schema.PHASES`)."""
+    """nova-compute phases per trace (:data:`stacklens.schema.PHASES`): build phases (claim,
+    network, block_device, spawn, build) and delete phases (teardown, resource_cleanup)."""
     cpu = tev.filter(pl.col("service") == "nova-compute")
     frames = []
-    for name, (start_rx, end_rx) in _MARKS.items():
+    for name, (start_rx, end_rx, first) in _MARKS.items():
+        st = pl.col("ts_ns").filter(pl.col("message").str.contains(start_rx))
         frames.append(
             cpu.group_by("trace_id", "service")
             .agg(
-                pl.col("ts_ns").filter(pl.col("message").str.contains(start_rx)).min().alias("start_ns"),
+                (st.min() if first == "min" else st.max()).alias("start_ns"),
                 pl.col("ts_ns").filter(pl.col("message").str.contains(end_rx)).max().alias("end_ns"),
             )
             .with_columns(phase=pl.lit(name))
