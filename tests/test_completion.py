@@ -218,3 +218,15 @@ def test_marker_table_is_well_formed():
         re.compile(m.regex)
         assert m.ops and m.releases and m.source
         assert m.meaning in ("done", "work", "failed", "spawn_failed", "retry", "attempt")
+
+
+def test_multi_instance_create_on_two_hosts_is_not_a_retry(tmp_path: Path):
+    c = Cloud("2025.1")
+    create(c, 1)
+    boot_success(c, 1, host="cpu1")
+    # the second instance of the same request (min_count=2) is built on another host
+    r, u2 = rid(1), uid(2)
+    c.log("cpu2", "nova-compute", 1.1, "INFO", "nova.compute.claims", r, "Claim successful on node cpu2", u2)
+    c.log("cpu2", "nova-compute", 6.0, "INFO", CPU, r, "Took 4.90 seconds to build instance.", u2)
+    got = run(c, tmp_path)[r]
+    assert got["outcome"] == "success" and got["retries"] == 0

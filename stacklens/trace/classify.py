@@ -157,16 +157,25 @@ def _marker_facts(tev: pl.DataFrame, t: pl.DataFrame) -> pl.DataFrame:
     hits = hits.with_columns(_later=later.over("trace_id") - m.is_in(["retry", "attempt", "done"]).cast(pl.Int32))
     terminal = (m == "failed") | ((m == "spawn_failed") & (pl.col("_later") == 0))
     fail = pl.struct("ts_ns", "span_id", "service", "message", "file", "line_no")
+    # reschedules per instance (a multi-instance create builds on several hosts at once):
+    # logged reschedules, or claims on N distinct hosts = N-1 reschedules; the trace's count is
+    # that of its most rescheduled instance
+    per_instance = (
+        hits.filter(m.is_in(["retry", "attempt"]))
+        .group_by("trace_id", pl.col("instance_uuid").fill_null(""))
+        .agg(pl.max_horizontal(
+            (m == "retry").sum().cast(pl.Int64),
+            pl.col("host").filter(m == "attempt").n_unique().cast(pl.Int64) - 1,
+        ).alias("_r"))
+        .group_by("trace_id")
+        .agg(pl.col("_r").max().cast(pl.Int32).alias("_retries"))
+    )
     return hits.group_by("trace_id").agg(
         pl.col("action").drop_nulls().first().alias("_action"),
         pl.col("ts_ns").filter(m == "done").max().alias("_done_ts"),
         pl.col("ts_ns").filter(m.is_in(["done", "work"])).max().alias("_end_ts"),
         fail.filter(terminal).first().alias("_fail"),
-        pl.max_horizontal(
-            (m == "retry").sum().cast(pl.Int64),
-            pl.col("host").filter(m == "attempt").n_unique().cast(pl.Int64) - 1,
-        ).cast(pl.Int32).alias("_retries"),
-    )
+    ).join(per_instance, on="trace_id", how="left")
 
 
 def _root_causes(tev: pl.DataFrame, failed: pl.DataFrame) -> pl.DataFrame:

@@ -40,9 +40,11 @@ _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 @dataclass(frozen=True)
 class Marker:
-    """One marker message: ``regex`` (searched in ``events.message``), the operations it
-    applies to, its meaning (see the module docstring), the action it reveals for
-    ``server.action``, the releases that log it and the source file."""
+    """One marker message: ``regex`` (searched in the message without its resource tags, see
+    :func:`message_body`), the operations it applies to, its meaning (see the module
+    docstring), the releases that log it, the source file, the action it reveals for
+    ``server.action`` and, for messages too generic to stand alone, the ``logger`` (regex on
+    ``events.logger``) that must have written it."""
 
     regex: str
     ops: tuple[str, ...]
@@ -50,6 +52,7 @@ class Marker:
     releases: str
     source: str
     action: str | None = None
+    logger: str | None = None
 
 
 _C = ("server.create",)
@@ -65,14 +68,16 @@ MARKERS: tuple[Marker, ...] = (
     Marker(r"^Instance spawned successfully", _C, "done", "2013.2-31.0.0", _LV + " _wait_for_boot"),
     Marker(r"^Took \d+(\.\d+)? seconds to spawn the instance", _C, "work", "12.0.0-31.0.0", _NOVA),
     # build attempts on a host (claims.py: AUDIT/INFO "Claim successful", "... on node X" 2016+)
-    Marker(r"^Claim successful", _C, "attempt", "2013.2-31.0.0", "nova/compute/claims.py"),
+    Marker(r"^Claim successful", _C, "attempt", "2013.2-31.0.0", "nova/compute/claims.py",
+           logger=r"^nova\.compute\.claims$"),
     # reschedules: RescheduledException message logged at DEBUG (Icehouse+ build_and_run path),
     # Havana/Icehouse run_instance path "Re-scheduling run_instance: attempt N" (DEBUG) and the
     # original error logged only when rescheduled ("Error: %s", _log_original_error, ERROR)
     Marker(r"^Build of instance \S+ was re-scheduled", _C, "retry", "2013.2-31.0.0",
            "nova/exception.py RescheduledException, " + _NOVA),
     Marker(r"^Re-scheduling \w+: attempt \d+", _C, "retry", "2013.2-2014.2", _NOVA + " _reschedule"),
-    Marker(r"^Error: ", _C, "retry", "2013.2-2014.2", _NOVA + " _log_original_error"),
+    Marker(r"^Error: ", _C, "retry", "2013.2-2014.2", _NOVA + " _log_original_error",
+           logger=r"^nova\.compute\.manager$"),
     Marker(r"^Instance failed to spawn", _C, "spawn_failed", "2013.2-31.0.0", _NOVA),
     # failures: error state set by scheduler/conductor (scheduler/utils.py
     # set_vm_state_and_notify, WARNING "Failed to <service>_<method>: <exc>" then "Setting
@@ -120,7 +125,8 @@ MARKERS: tuple[Marker, ...] = (
            _NOVA + " post_live_migration_at_destination", "server.live_migrate"),
     Marker(r"^Live migration failed|^Pre live migration failed", _A, "failed", "12.0.0-31.0.0",
            _NOVA + " _do_live_migration", "server.live_migrate"),
-    Marker(r"^Migrating\s*$", _A, "work", "2013.2-31.0.0", _NOVA + " resize_instance", "server.resize"),
+    Marker(r"^Migrating\s*$", _A, "work", "2013.2-31.0.0", _NOVA + " resize_instance", "server.resize",
+           logger=r"^nova\.compute\.manager$"),
     Marker(r"^Instance running successfully", _A, "done", "2013.2-31.0.0",
            _LV + " finish_migration", "server.resize"),
     Marker(r"^Confirming resize on source host", _A, "work", "22.0.0-31.0.0",
@@ -174,10 +180,12 @@ def message_body() -> pl.Expr:
 
 def marker_hits(tev: pl.DataFrame) -> pl.DataFrame:
     """Records of ``tev`` (timed events: ``trace_id``, ``ts_ns``, ``host``, ``service``,
-    ``eid``, ``span_id``, ``message``, ``file``, ``line_no``, ``synthetic``) whose message
+    ``eid``, ``span_id``, ``instance_uuid``, ``logger``, ``message``, ``file``, ``line_no``,
+    ``synthetic``) whose message
     matches a marker: one row per (record, marker) with those columns (``synthetic`` dropped)
     and ``marker`` (Int32, index into :data:`MARKERS`). Pure; an empty frame when nothing matches."""
-    cols = ["trace_id", "ts_ns", "eid", "host", "service", "span_id", "message", "file", "line_no"]
+    cols = ["trace_id", "ts_ns", "eid", "host", "service", "span_id", "instance_uuid", "logger",
+            "message", "file", "line_no"]
     any_rx = "|".join(f"(?:{m.regex})" for m in MARKERS)
     body = message_body()
     cand = (
@@ -187,7 +195,10 @@ def marker_hits(tev: pl.DataFrame) -> pl.DataFrame:
         .filter(pl.col("_body").str.contains(any_rx))
     )
     frames = [
-        cand.filter(pl.col("_body").str.contains(m.regex))
+        cand.filter(
+            pl.col("_body").str.contains(m.regex)
+            & (pl.col("logger").fill_null("").str.contains(m.logger) if m.logger else pl.lit(True))
+        )
         .with_columns(marker=pl.lit(i, pl.Int32))
         .drop("_body")
         for i, m in enumerate(MARKERS)
