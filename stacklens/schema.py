@@ -131,7 +131,7 @@ TRACES: dict[str, pl.DataType] = {
     "instance_uuid": pl.String,
     "start_ns": pl.Int64,
     "end_ns": pl.Int64,
-    "dur_s": pl.Float64,  # end-to-end: first to last event of the trace
+    "dur_s": pl.Float64,  # end-to-end: first event to end_ns (the logged completion when end_exact)
     "end_exact": pl.Boolean,
     "client_dur_s": pl.Float64,  # as timed by the client (tempest), null if no client log
     "n_spans": pl.Int32,
