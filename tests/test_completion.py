@@ -230,3 +230,23 @@ def test_multi_instance_create_on_two_hosts_is_not_a_retry(tmp_path: Path):
     c.log("cpu2", "nova-compute", 6.0, "INFO", CPU, r, "Took 4.90 seconds to build instance.", u2)
     got = run(c, tmp_path)[r]
     assert got["outcome"] == "success" and got["retries"] == 0
+
+
+@pytest.mark.parametrize("release", ["mitaka", "2025.1"])
+def test_reschedule_limit_is_failed_under_the_first_spawn_error(tmp_path: Path, release: str):
+    c = Cloud(release)
+    create(c, 1)
+    r, u = rid(1), uid(1)
+    for i, host in enumerate(("cpu1", "cpu2")):
+        t = 1.0 + 2 * i
+        c.log(host, "nova-compute", t, "INFO", "nova.compute.claims", r, "Claim successful", u)
+        c.log(host, "nova-compute", t + 0.5, "ERROR", CPU, r, f"Instance failed to spawn (attempt {i + 1})", u)
+    # conductor build_instances: MaxRetriesExceeded -> scheduler/utils.py set_vm_state_and_notify
+    c.log("ctl", "nova-conductor", 5.0, "WARNING", "nova.scheduler.utils", r,
+          "Failed to compute_task_build_instances: Exceeded maximum number of retries. Exhausted all "
+          f"hosts available for retrying build failures for instance {u}.")
+    c.log("ctl", "nova-conductor", 5.1, "WARNING", "nova.scheduler.utils", r, "Setting instance to ERROR state.", u)
+    got = run(c, tmp_path)[r]
+    assert got["outcome"] == "failed" and got["retries"] == 1
+    assert got["error"].endswith("Instance failed to spawn (attempt 1)")
+    assert got["error_service"] == "nova-compute" and got["dur_s"] == pytest.approx(4.8, abs=2e-3)

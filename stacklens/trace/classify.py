@@ -175,6 +175,7 @@ def _marker_facts(tev: pl.DataFrame, t: pl.DataFrame) -> pl.DataFrame:
         pl.col("ts_ns").filter(m == "done").max().alias("_done_ts"),
         pl.col("ts_ns").filter(m.is_in(["done", "work"])).max().alias("_end_ts"),
         fail.filter(terminal).first().alias("_fail"),
+        pl.col("ts_ns").filter(terminal).max().alias("_fail_end_ts"),
     ).join(per_instance, on="trace_id", how="left")
 
 
@@ -283,8 +284,9 @@ def classify_traces(tev: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
             .otherwise(status.is_not_null()),
             end_ns=pl.when(pl.col("_is_async") & pl.col("_done"))
             .then(pl.max_horizontal("_end_ts", "_done_ts", "_api_ts"))
+            # a failed operation ends at its last failure record (error state set)
             .when(pl.col("_is_async") & is_failed & pl.col("_f_ts").is_not_null())
-            .then(pl.max_horizontal("_f_ts", "_api_ts"))
+            .then(pl.max_horizontal("_f_ts", "_fail_end_ts", "_api_ts"))
             .when(~pl.col("_is_async") & pl.col("_api_ts").is_not_null())
             .then(pl.col("_api_ts"))
             .otherwise(pl.col("_last_ts")),
