@@ -278,9 +278,10 @@ def classify_traces(tev: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
             .otherwise(pl.coalesce(root.struct.field("line_no"), fm.struct.field("line_no"))),
             retries=pl.when(pl.col("_is_async")).then(retries).otherwise(0).cast(pl.Int32),
             # the end is a logged completion: the last done/work record for asynchronous
-            # operations (records logged after it, such as a reused thread context, do not
-            # stretch the request), else the access line
-            end_exact=pl.when(pl.col("_is_async")).then(pl.col("_done"))
+            # operations, or their last failure record (records logged after it, such as a
+            # reused thread context, do not stretch the request), else the access line
+            end_exact=pl.when(pl.col("_is_async"))
+            .then(pl.col("_done") | (is_failed & pl.col("_f_ts").is_not_null()))
             .otherwise(status.is_not_null()),
             end_ns=pl.when(pl.col("_is_async") & pl.col("_done"))
             .then(pl.max_horizontal("_end_ts", "_done_ts", "_api_ts"))
