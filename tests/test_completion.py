@@ -250,3 +250,14 @@ def test_reschedule_limit_is_failed_under_the_first_spawn_error(tmp_path: Path, 
     assert got["outcome"] == "failed" and got["retries"] == 1
     assert got["error"].endswith("Instance failed to spawn (attempt 1)")
     assert got["error_service"] == "nova-compute" and got["dur_s"] == pytest.approx(4.8, abs=2e-3)
+
+
+def test_confirm_resize_2025_ends_at_migration_allocations_deleted(tmp_path: Path):
+    c = Cloud("2025.1")
+    c.api(0.3, rid(1), "POST", f"/v2.1/servers/{uid(1)}/action", 204)
+    c.log("cpu1", "nova-compute", 0.5, "DEBUG", CPU, rid(1), "Going to confirm migration 17", uid(1))
+    c.log("cpu1", "nova-compute", 2.5, "INFO", "nova.scheduler.client.report", rid(1),
+          f"Deleted allocations for migration {uid(9)}")
+    got = run(c, tmp_path)[rid(1)]
+    assert (got["operation"], got["outcome"]) == ("server.confirm_resize", "success")
+    assert got["dur_s"] == pytest.approx(2.4, abs=2e-3)

@@ -133,8 +133,10 @@ MARKERS: tuple[Marker, ...] = (
            logger=r"^nova\.compute\.manager$"),
     Marker(r"^Instance running successfully", _A, "done", "2013.2-31.0.0",
            _LV + " finish_migration", "server.resize"),
+    Marker(r"^Going to confirm migration \S+", _A, "work", "2013.2-31.0.0",
+           _NOVA + " confirm_resize (DEBUG)", "server.confirm_resize"),
     Marker(r"^Confirming resize on source host", _A, "work", "22.0.0-31.0.0",
-           _NOVA + " confirm_resize", "server.confirm_resize"),
+           _NOVA + " confirm_snapshot_based_resize_at_source", "server.confirm_resize"),
     Marker(r"^Deleted allocations? for migration ", _A, "done", "19.0.0-31.0.0",
            "nova/scheduler/client/report.py", "server.confirm_resize"),
     # ---- volumes (cinder-volume; nova attach) ----------------------------------------------
