@@ -158,6 +158,8 @@ def test_live_migration_and_resize_end_at_completion(tmp_path: Path, release: st
     c.api(0.3, rid(3), "POST", act, 202)
     c.log("cpu1", "nova-compute", 3.0, "ERROR", CPU, rid(3), "Live migration failed.", uid(1))
     c.api(0.3, rid(4), "POST", act, 202)  # reboot: no marker, synchronous as far as logs go
+    c.api(0.3, rid(5), "POST", act, 202)  # an action that left the instance in ERROR
+    c.log("cpu1", "nova-compute", 2.0, "ERROR", CPU, rid(5), "Setting instance vm_state to ERROR", uid(1))
     got = run(c, tmp_path)
     assert (got[rid(1)]["operation"], got[rid(1)]["outcome"]) == ("server.live_migrate", "success")
     assert got[rid(1)]["dur_s"] == pytest.approx(5.4, abs=2e-3)
@@ -166,6 +168,7 @@ def test_live_migration_and_resize_end_at_completion(tmp_path: Path, release: st
     assert (got[rid(3)]["operation"], got[rid(3)]["outcome"]) == ("server.live_migrate", "failed")
     assert got[rid(3)]["error"].endswith("Live migration failed.")
     assert (got[rid(4)]["operation"], got[rid(4)]["outcome"]) == ("server.action", "success")
+    assert (got[rid(5)]["operation"], got[rid(5)]["outcome"]) == ("server.action", "failed")
 
 
 @pytest.mark.parametrize("release", ["mitaka", "2025.1"])

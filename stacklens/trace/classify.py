@@ -218,10 +218,13 @@ def classify_traces(tev: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
     )
     status = pl.col("http_status")
     ok2xx = status.is_between(200, 399)
+    fail_ts = pl.col("_fail").struct.field("ts_ns")
+    # an action whose records name no known action is judged by its API answer, unless it
+    # reached an error state
     is_async = ok2xx & (
         pl.col("operation").is_in(_ASYNC) | pl.col("operation").is_in(_ACTIONS)
+        | ((pl.col("operation") == "server.action") & fail_ts.is_not_null())
     )
-    fail_ts = pl.col("_fail").struct.field("ts_ns")
     done = pl.col("_done_ts").is_not_null() & (fail_ts.is_null() | (pl.col("_done_ts") > fail_ts))
     failed_async = is_async & fail_ts.is_not_null() & ~done
     retries = pl.col("_retries").fill_null(0)
