@@ -264,3 +264,23 @@ def test_confirm_resize_2025_ends_at_migration_allocations_deleted(tmp_path: Pat
     got = run(c, tmp_path)[rid(1)]
     assert (got["operation"], got["outcome"]) == ("server.confirm_resize", "success")
     assert got["dur_s"] == pytest.approx(2.4, abs=2e-3)
+
+
+def test_client_view_of_deletes_beside_the_server_view():
+    from stacklens.analyze.queries import CLIENT_QUERIES
+    from stacklens.schema import conform
+
+    req = conform(pl.DataFrame({
+        "name": ["a", "b"], "outcome": ["ok", "ok"], "create_http_status": [202, 202],
+        "request_id": [rid(1), rid(2)], "delete_request_id": [rid(3), rid(4)],
+        "delete_s": [4.0, 6.0], "create_s": [10.0, 12.0], "submit_ns": [0, 0], "active_ns": [1, 1],
+    }), "requests")
+    traces = conform(pl.DataFrame({
+        "trace_id": [rid(1), rid(2), rid(3), rid(4)], "outcome": ["success"] * 4,
+        "dur_s": [9.0, 11.0, 40.0, 42.0], "start_ns": [0] * 4, "end_ns": [1] * 4,
+    }), "traces")
+    con = duckdb.connect()
+    con.register("requests", req)
+    con.register("traces", traces)
+    s = con.sql(CLIENT_QUERIES["client_server_summary"]).pl().to_dicts()[0]
+    assert (s["client_delete_p50_s"], s["server_delete_p50_s"]) == (5.0, 41.0)

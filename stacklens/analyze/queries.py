@@ -169,16 +169,22 @@ _CLIENT_JOIN = """
                   coalesce(g.dur_s, q.dur_s) AS server_dur_s,
                   coalesce(g.start_ns, q.start_ns) AS t_start_ns,
                   coalesce(g.end_ns, q.end_ns) AS t_end_ns,
-                  coalesce(g.end_exact, q.end_exact) AS t_end_exact
+                  coalesce(g.end_exact, q.end_exact) AS t_end_exact,
+                  r.delete_s, coalesce(gd.dur_s, qd.dur_s) AS server_delete_s
            FROM r
            LEFT JOIN traces g ON g.trace_id = r.global_request_id
-           LEFT JOIN traces q ON q.trace_id = r.request_id)
+           LEFT JOIN traces q ON q.trace_id = r.request_id
+           LEFT JOIN traces gd ON gd.trace_id = r.delete_global_request_id
+           LEFT JOIN traces qd ON qd.trace_id = r.delete_request_id)
 """
 
 #: Client records (``requests``, written by ``stacklens run``) joined to server traces by the
 #: request id the client sent (global request id) or the one nova returned. ``before_server_s``:
 #: client submit to the first server record (connection pool, network, nova-api queue);
-#: ``polling_delay_s``: server completion to ACTIVE seen by the client.
+#: ``polling_delay_s``: server completion to ACTIVE seen by the client. Deletes: the client's
+#: ``delete_s`` (DELETE issued to DELETED/404 seen) beside the server's (to the last delete-work
+#: record: nova saves the instance DELETED, which is what the client sees, before the resource
+#: tracker and placement cleanup that ends the server-side delete).
 CLIENT_QUERIES: dict[str, str] = {
     "client_server_summary": _CLIENT_JOIN + """
         SELECT count(*) AS requests,
@@ -192,7 +198,10 @@ CLIENT_QUERIES: dict[str, str] = {
                percentile_cont(0.50) WITHIN GROUP (ORDER BY (t_start_ns - submit_ns) / 1e9)
                  AS before_server_p50_s,
                percentile_cont(0.50) WITHIN GROUP (ORDER BY CASE WHEN t_end_exact
-                 THEN (active_ns - t_end_ns) / 1e9 END) AS polling_delay_p50_s
+                 THEN (active_ns - t_end_ns) / 1e9 END) AS polling_delay_p50_s,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY delete_s) AS client_delete_p50_s,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY server_delete_s)
+                 AS server_delete_p50_s
         FROM j
     """,
     "client_server": _CLIENT_JOIN + """

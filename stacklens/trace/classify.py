@@ -40,8 +40,11 @@ is that service's time, a gap between records of different services is ``between
 Phases of nova-compute (markers logged by ``nova/compute/manager.py`` since Liberty):
 claim ``Attempting claim`` -> ``Claim successful``; network ``Start building networks
 asynchronously`` -> ``Instance network_info:``; block_device ``Start building block device
-mappings`` -> ``Start spawning the instance``; spawn ``Start spawning`` (or end minus ``Took N
-seconds to spawn``) -> that ``Took`` line; build: ``Took N seconds to build instance``.
+mappings`` -> ``Start spawning the instance``; spawn ``Start spawning`` -> ``Took N seconds to
+spawn``; build: ``Took N seconds to build instance``. Delete: teardown ``Terminating instance``
+-> the last of ``Took N seconds to deallocate network`` / ``to detach N volumes`` (the instance
+is then saved DELETED, what a polling client sees); resource_cleanup from there to ``Deleted
+allocations for instance`` (resource tracker under the ``compute_resources`` lock, placement).
 """
 
 from __future__ import annotations
