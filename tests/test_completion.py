@@ -284,3 +284,20 @@ def test_client_view_of_deletes_beside_the_server_view():
     con.register("traces", traces)
     s = con.sql(CLIENT_QUERIES["client_server_summary"]).pl().to_dicts()[0]
     assert (s["client_delete_p50_s"], s["server_delete_p50_s"]) == (5.0, 41.0)
+
+
+@pytest.mark.parametrize("ok", [True, False])
+def test_volume_attach_ends_when_compute_releases_the_instance_lock(tmp_path: Path, ok: bool):
+    # Newton (14.0.0) devstack: cinder's completion carries its own request id, nova's attach
+    # ends with the release of the do_attach_volume instance lock (oslo_concurrency, DEBUG)
+    c = Cloud("mitaka")
+    r, u, v = rid(1), uid(1), uid(7)
+    c.api(0.3, r, "POST", f"/v2.1/servers/{u}/os-volume_attachments", 200)
+    c.log("cpu1", "nova-compute", 0.4, "INFO", CPU, r, f"Attaching volume {v} to /dev/vdb", u)
+    if not ok:
+        c.log("cpu1", "nova-compute", 5.0, "ERROR", CPU, r, f"Failed to attach {v} at /dev/vdb", u)
+    c.log("cpu1", "nova-compute", 8.8, "DEBUG", "oslo_concurrency.lockutils", r,
+          f'Lock "{u}" released by "nova.compute.manager.do_attach_volume" :: held 8.444s')
+    got = run(c, tmp_path)[r]
+    assert got["outcome"] == ("success" if ok else "failed")
+    assert got["dur_s"] == pytest.approx(8.7 if ok else 4.9, abs=2e-3)

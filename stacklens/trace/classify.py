@@ -228,7 +228,8 @@ def classify_traces(tev: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
         pl.col("operation").is_in(_ASYNC) | pl.col("operation").is_in(_ACTIONS)
         | ((pl.col("operation") == "server.action") & fail_ts.is_not_null())
     )
-    done = pl.col("_done_ts").is_not_null() & (fail_ts.is_null() | (pl.col("_done_ts") > fail_ts))
+    # failure markers are final (see completion.MARKERS): a later "done" does not undo them
+    done = pl.col("_done_ts").is_not_null() & fail_ts.is_null()
     failed_async = is_async & fail_ts.is_not_null() & ~done
     retries = pl.col("_retries").fill_null(0)
     outcome = (

@@ -14,7 +14,8 @@ Meanings (column ``meaning``):
 ``work``      a record of the operation's own work after the API answered (lock waits,
               cleanup): it moves the end later but does not by itself prove completion;
 ``failed``    an error state was reached, a fault recorded, a reschedule limit exceeded or no
-              valid host found: the operation failed;
+              valid host found: the operation failed (every such message is logged only when
+              the failure is final, so it wins over a later ``done`` such as a lock release);
 ``spawn_failed`` the build failed on a host; it is a failure only when nothing follows it (no
               reschedule, no build on another host, no completion);
 ``retry``     one reschedule of the build to another host;
@@ -155,6 +156,10 @@ MARKERS: tuple[Marker, ...] = (
     Marker(r"^attachment_update completed successfully", ("server.volume_attach",), "done",
            "12.0.0-26.0.0", "cinder/volume/manager.py attachment_update"),
     Marker(r"^Attaching volume \S+ to ", ("server.volume_attach",), "work", "2013.2-31.0.0", _NOVA),
+    # the compute's attach runs under the instance lock (DEBUG oslo_concurrency lines): its
+    # release ends nova's part of the attach (a failure logs "Failed to attach" before it)
+    Marker(r"^Lock \"[^\"]+\" \"?released\"? by \"[^\"]*do_attach_volume\"", ("server.volume_attach",),
+           "done", "2015.1.0-31.0.0", _NOVA + " attach_volume, oslo_concurrency/lockutils.py"),
     Marker(r"^Failed to attach (volume )?\S+ at ", ("server.volume_attach",), "failed",
            "2013.2-31.0.0", _NOVA + " _attach_volume"),
 )
