@@ -121,8 +121,9 @@ TRACES: dict[str, pl.DataType] = {
     "request_id": pl.String,  # the root request id (the one the client saw)
     "operation": pl.String,  # server.create, server.delete, GET /v2.1/servers/{id}, ...
     "outcome": pl.String,  # success, retried, failed, rejected (HTTP 4xx), unknown
+    "outcome_reason": pl.String,  # why: "completion logged", "failure logged", "HTTP 404", ...
     "http_status": pl.Int32,
-    "error": pl.String,  # first error in causal order (failed traces)
+    "error": pl.String,  # root cause: first error of the failing chain (failed traces only)
     "error_service": pl.String,
     "error_file": pl.String,
     "error_line_no": pl.Int64,
@@ -130,11 +131,13 @@ TRACES: dict[str, pl.DataType] = {
     "instance_uuid": pl.String,
     "start_ns": pl.Int64,
     "end_ns": pl.Int64,
-    "dur_s": pl.Float64,  # end-to-end: first to last event of the trace
+    "dur_s": pl.Float64,  # end-to-end: first event to end_ns (the logged completion when end_exact)
     "end_exact": pl.Boolean,
     "client_dur_s": pl.Float64,  # as timed by the client (tempest), null if no client log
     "n_spans": pl.Int32,
     "services": pl.String,  # comma-separated, in order of first appearance
+    "n_error_records": pl.Int32,  # ERROR/CRITICAL records of the trace (annotations)
+    "first_error": pl.String,  # first ERROR/CRITICAL message, whatever the outcome
 }
 
 #: Where each trace's end-to-end time went; the rows of one trace sum to its ``dur_s``.

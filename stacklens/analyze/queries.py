@@ -8,6 +8,21 @@ same text can later run on Spark over the Parquet tables.
 *Requests* are traces with an API access line or a client line (``http_status`` known); traces
 of background work (periodic tasks, RPC without an API request) are counted apart and never enter
 success, failure or latency figures.
+
+Headline rates (query ``summary``; the one definition the report uses). Outcomes are those of
+:mod:`stacklens.trace.classify`::
+
+    decided       = requests - rejected - unknown      (= success + retried + failed)
+    success_rate  = (success + retried) / decided      (the cloud did what was asked)
+    failure_rate  = failed / decided
+    retry_rate    = retried / decided
+    rejected_rate = rejected / requests                (4xx: the cloud refused, e.g. a poll of a
+                                                        deleted server; neither success nor failure)
+    unknown_rate  = unknown / requests                 (completion not in the logs)
+
+Rates are fractions in [0, 1], NULL when their denominator is 0. Rejected and unknown requests
+are left out of the success rate because they say nothing about whether the cloud works: a 404
+on a deleted server is the API doing its job, and an unlogged completion is missing evidence.
 """
 
 from __future__ import annotations
@@ -23,10 +38,20 @@ _OUTCOME_COUNTS = ",\n".join(
 QUERIES: dict[str, str] = {
     # one row: headline counts and rates over requests
     "summary": f"""
-        SELECT count(*) AS traces,
-               {_OUTCOME_COUNTS},
-               min(start_ns) AS start_ns, max(end_ns) AS end_ns
-        FROM traces WHERE {_REQ}
+        WITH s AS (
+          SELECT count(*) AS traces,
+                 {_OUTCOME_COUNTS},
+                 min(start_ns) AS start_ns, max(end_ns) AS end_ns
+          FROM traces WHERE {_REQ})
+        SELECT s.*,
+               success + retried + failed AS decided,
+               (success + retried) / nullif(CAST(success + retried + failed AS DOUBLE), 0)
+                 AS success_rate,
+               failed / nullif(CAST(success + retried + failed AS DOUBLE), 0) AS failure_rate,
+               retried / nullif(CAST(success + retried + failed AS DOUBLE), 0) AS retry_rate,
+               rejected / nullif(CAST(traces AS DOUBLE), 0) AS rejected_rate,
+               "unknown" / nullif(CAST(traces AS DOUBLE), 0) AS unknown_rate
+        FROM s
     """,
     "background": f"SELECT count(*) AS n FROM traces WHERE NOT ({_REQ})",
     # per operation: outcomes and end-to-end percentiles (seconds)
@@ -96,12 +121,12 @@ QUERIES: dict[str, str] = {
     """,
     "slowest": f"""
         SELECT trace_id, request_id, operation, outcome, start_ns, dur_s, error, instance_uuid,
-               http_status
+               http_status, outcome_reason, n_error_records, first_error
         FROM traces WHERE {_REQ} ORDER BY dur_s DESC, trace_id LIMIT 25
     """,
     "failed": f"""
         SELECT trace_id, request_id, operation, outcome, start_ns, dur_s, error, instance_uuid,
-               http_status
+               http_status, outcome_reason, n_error_records, first_error
         FROM traces WHERE {_REQ} AND outcome = 'failed' ORDER BY start_ns, trace_id LIMIT 200
     """,
     "phases": """
@@ -144,16 +169,22 @@ _CLIENT_JOIN = """
                   coalesce(g.dur_s, q.dur_s) AS server_dur_s,
                   coalesce(g.start_ns, q.start_ns) AS t_start_ns,
                   coalesce(g.end_ns, q.end_ns) AS t_end_ns,
-                  coalesce(g.end_exact, q.end_exact) AS t_end_exact
+                  coalesce(g.end_exact, q.end_exact) AS t_end_exact,
+                  r.delete_s, coalesce(gd.dur_s, qd.dur_s) AS server_delete_s
            FROM r
            LEFT JOIN traces g ON g.trace_id = r.global_request_id
-           LEFT JOIN traces q ON q.trace_id = r.request_id)
+           LEFT JOIN traces q ON q.trace_id = r.request_id
+           LEFT JOIN traces gd ON gd.trace_id = r.delete_global_request_id
+           LEFT JOIN traces qd ON qd.trace_id = r.delete_request_id)
 """
 
 #: Client records (``requests``, written by ``stacklens run``) joined to server traces by the
 #: request id the client sent (global request id) or the one nova returned. ``before_server_s``:
 #: client submit to the first server record (connection pool, network, nova-api queue);
-#: ``polling_delay_s``: server completion to ACTIVE seen by the client.
+#: ``polling_delay_s``: server completion to ACTIVE seen by the client. Deletes: the client's
+#: ``delete_s`` (DELETE issued to DELETED/404 seen) beside the server's (to the last delete-work
+#: record: nova saves the instance DELETED, which is what the client sees, before the resource
+#: tracker and placement cleanup that ends the server-side delete).
 CLIENT_QUERIES: dict[str, str] = {
     "client_server_summary": _CLIENT_JOIN + """
         SELECT count(*) AS requests,
@@ -167,7 +198,10 @@ CLIENT_QUERIES: dict[str, str] = {
                percentile_cont(0.50) WITHIN GROUP (ORDER BY (t_start_ns - submit_ns) / 1e9)
                  AS before_server_p50_s,
                percentile_cont(0.50) WITHIN GROUP (ORDER BY CASE WHEN t_end_exact
-                 THEN (active_ns - t_end_ns) / 1e9 END) AS polling_delay_p50_s
+                 THEN (active_ns - t_end_ns) / 1e9 END) AS polling_delay_p50_s,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY delete_s) AS client_delete_p50_s,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY server_delete_s)
+                 AS server_delete_p50_s
         FROM j
     """,
     "client_server": _CLIENT_JOIN + """

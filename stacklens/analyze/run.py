@@ -2,14 +2,15 @@
 
 The report dict (format version 1) has the keys ``format_version``, ``stacklens_version``,
 ``inputs``, ``timezone_assumption``, ``window`` {start, end (ISO 8601 UTC), dur_s},
-``summary`` {traces, background_traces, by_outcome, success_rate, failure_rate, retry_rate,
-throughput_rps}, ``operations``, ``components``, ``timeline``, ``hosts``, ``errors``, ``phases``,
+``summary`` {traces, background_traces, by_outcome, decided, success_rate, failure_rate,
+retry_rate, rejected_rate, unknown_rate, throughput_rps}, ``operations``, ``components``, ``timeline``, ``hosts``, ``errors``, ``phases``,
 ``locks``, ``rpc``, ``client_server`` (runs of ``stacklens run``: client records joined
 to traces, else null), ``clocks`` (per host and day: offset_s, uncertainty_s, status, violations
 before/after correction), ``slowest``, ``failed``, ``waterfalls`` {trace_id: [span rows with start_s
 and dur_s relative to the trace start]}, ``ingest`` {files, files_skipped, lines, records,
-quarantined, stats, quarantine_sample}. Rates are fractions of requests (not of background
-work); throughput is completed requests (success + retried) per second of the window.
+quarantined, stats, quarantine_sample}. Rates are defined once, in
+:mod:`stacklens.analyze.queries` (success rate over decided requests: requests minus rejected
+minus unknown); throughput is completed requests (success + retried) per second of the window.
 """
 
 from __future__ import annotations
@@ -158,9 +159,10 @@ def analyze(store: RunStore, *, quarantine_sample: int = 200) -> dict[str, Any]:
             "traces": n,
             "background_traces": background,
             "by_outcome": by,
-            "success_rate": done / n if n else None,
-            "failure_rate": by["failed"] / n if n else None,
-            "retry_rate": by["retried"] / n if n else None,
+            # rates over decided requests (requests - rejected - unknown): analyze/queries.py
+            "decided": int(s["decided"] or 0),
+            **{k: s[k] for k in ("success_rate", "failure_rate", "retry_rate", "rejected_rate",
+                                 "unknown_rate")},
             "throughput_rps": done / window_s if window_s else None,
         },
         **{k: res[k] for k in ("operations", "components", "timeline", "hosts", "errors",

@@ -364,8 +364,12 @@ def _cards(r: dict) -> str:
     cards = [("requests", _int(total), f"API requests in window; {_int(bg)} background traces", "#4a5568")]
     for o in OUTCOMES:
         n = _num(by.get(o))
-        rate = n / total if n is not None and total else given.get(o)
-        cards.append((o, _int(n), _pct(rate) + " of requests", OUTCOME_COLORS[o]))
+        # success/failed/retried: the analyze stage's rates (over decided requests)
+        if o in given:
+            rate, sub = given[o], f" of {_int(_num(s.get('decided')))} decided (requests - rejected - unknown)"
+        else:
+            rate, sub = (n / total if n is not None and total else None), " of requests"
+        cards.append((o, _int(n), _pct(rate) + sub, OUTCOME_COLORS[o]))
     cards.append(("throughput", _secs(s.get("throughput_rps")), "requests / s", "#2b6cb0"))
     return '<div class="cards" id="summary">' + "".join(
         f'<div class="card" style="--c:{c}"><div class="l">{_e(label)}</div><div class="v">{v}</div>'

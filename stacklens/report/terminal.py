@@ -49,7 +49,8 @@ def render_terminal(report: dict[str, Any], *, top: int = 12) -> list[Renderable
     )
     tp = s.get("throughput_rps")
     head.append(
-        f"success rate {_pct(s.get('success_rate'))}  failure rate {_pct(s.get('failure_rate'))}"
+        f"success rate {_pct(s.get('success_rate'))} of {s.get('decided', '-')} decided (requests"
+        f" - rejected - unknown)  failure rate {_pct(s.get('failure_rate'))}"
         f"  retry rate {_pct(s.get('retry_rate'))}  throughput "
         f"{'-' if tp is None else f'{tp:.3f}'} req/s"
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from stacklens.schema import conform
-from stacklens.trace.classify import breakdown, classify_traces, phases
+from stacklens.trace.classify import adopt_orphan_markers, breakdown, classify_traces, phases
 from stacklens.trace.clocks import correct_clocks
 from stacklens.trace.link import link_events
 from stacklens.trace.spans import build_flows, build_spans, timed_events
@@ -40,7 +40,7 @@ def build_traces(events: pl.DataFrame) -> dict[str, pl.DataFrame]:
     simply form no trace).
     """
     events, offsets = correct_clocks(events)
-    linked = link_events(events)
+    linked = adopt_orphan_markers(link_events(events))
     tev = timed_events(linked)
     spans = build_spans(tev, _span_operation())
     flows, spans = build_flows(tev, spans)

@@ -2,19 +2,35 @@
 
 Operation: the root API request's method and path, normalized (project ids, uuids and numbers
 become ``{id}``, the query string is dropped), with friendly names for the requests that matter
-at scale (``server.create`` for ``POST /v2.1/servers`` ...). Traces without an API request are
-named after their first RPC topic (``rpc compute``) or ``background``.
+at scale (``server.create`` for ``POST /v2.1/servers`` ...). ``server.action`` is renamed after
+the action its records reveal (``server.live_migrate``, ``server.resize``,
+``server.confirm_resize``; see :mod:`stacklens.trace.completion`). Traces without an API request
+are named after their first RPC topic (``rpc compute``) or ``background``.
 
-Outcome (every trace gets exactly one):
+Outcome (every trace gets exactly one), from the protocol, never from the mere presence of an
+ERROR line:
 
-``success``   completed without error;
+``success``   a synchronous request answered 2xx, or an asynchronous one (create, delete,
+              live-migration, resize, volume create/attach) whose completion marker is logged;
 ``retried``   completed after at least one reschedule;
-``failed``    an HTTP 5xx, or an ERROR/CRITICAL record and no completion afterwards; ``error``
-              is the *first* error in causal (time) order, so each failed request counts once;
-``rejected``  the API answered 4xx (bad request, quota, not found; even when a service logged
-              the refusal at ERROR): the cloud refused, it did not fail;
-``unknown``   an asynchronous operation (server create/delete) whose completion is not in the
-              logs: never counted as a success.
+``failed``    HTTP 5xx, or a failure marker: error state set (``Setting instance to ERROR
+              state``, ``Build of instance .. aborted``, cinder ``create failed``), NoValidHost,
+              reschedule limit (MaxRetriesExceeded), or a spawn failure that nothing followed;
+``rejected``  the API answered 4xx (bad request, quota, not found, a poll of a deleted server):
+              the cloud refused, it did not fail;
+``unknown``   an asynchronous operation whose completion and failure are both absent from the
+              logs (``outcome_reason`` says why), or a trace without an API response.
+
+ERROR/CRITICAL records are annotations: ``n_error_records`` and ``first_error`` on every trace.
+A failed trace gets one root cause (``error``, ``error_service``, ``error_file``,
+``error_line_no``): the first error in causal (time) order of the failing chain, i.e. the
+earliest ERROR/CRITICAL record at or before the failure that is tagged with the trace's
+instance, or logged by the span that recorded the failure, or by another service while that
+span ran; without one, the failure marker itself (e.g. the conductor's ``Failed to
+compute_task_build_instances: No valid host was found``) or ``HTTP 5xx on <op>``.
+
+End of a trace: for asynchronous operations the last completion (``done``) or work record
+(delete: lock waits, deallocation, allocations deleted), else the API access line.
 
 Breakdown (event-gap attribution, a log-based critical-path approximation): the trace's events,
 sorted by time, cut its end-to-end time into gaps; a gap between two records of the same service
@@ -24,15 +40,21 @@ is that service's time, a gap between records of different services is ``between
 Phases of nova-compute (markers logged by ``nova/compute/manager.py`` since Liberty):
 claim ``Attempting claim`` -> ``Claim successful``; network ``Start building networks
 asynchronously`` -> ``Instance network_info:``; block_device ``Start building block device
-mappings`` -> ``Start spawning the instance``; spawn ``Start spawning`` (or end minus ``Took N
-seconds to spawn``) -> that ``Took`` line; build: ``Took N seconds to build instance``.
+mappings`` -> ``Start spawning the instance``; spawn ``Start spawning`` -> ``Took N seconds to
+spawn``; build: ``Took N seconds to build instance``. Delete: teardown ``Terminating instance``
+-> the last of ``Took N seconds to deallocate network`` / ``to detach N volumes`` (the instance
+is then saved DELETED, what a polling client sees); resource_cleanup from there to ``Deleted
+allocations for instance`` (resource tracker under the ``compute_resources`` lock, placement).
 """
 
 from __future__ import annotations
 
 import polars as pl
+import polars.selectors as cs
 
-__all__ = ["BETWEEN", "breakdown", "classify_traces", "normalize_path", "phases"]
+from stacklens.trace.completion import marker_frame, marker_hits
+
+__all__ = ["BETWEEN", "adopt_orphan_markers", "breakdown", "classify_traces", "normalize_path", "phases"]
 
 BETWEEN = "between components"
 _ID = r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}"
@@ -57,9 +79,10 @@ _NAMES: list[tuple[str, str, str]] = [
     ("POST", r"^/v2\.0/tokens$", "token.issue"),
     ("POST", r"^/v2/images$", "image.create"),
 ]
-_ASYNC = ("server.create", "server.delete")
-# nova/compute/manager.py "Build of instance %s was re-scheduled: %s", conductor retries
-_RETRY = r"was re-scheduled|[Rr]etrying build|[Rr]escheduling (?:the )?(?:build|instance)"
+#: operations whose API answer only accepts the work: they end at a completion marker
+_ASYNC = ("server.create", "server.delete", "volume.create", "server.volume_attach")
+#: server.action once its records name the action (see completion.MARKERS)
+_ACTIONS = ("server.live_migrate", "server.resize", "server.confirm_resize")
 
 
 def normalize_path(path: pl.Expr) -> pl.Expr:
@@ -77,13 +100,11 @@ def _operation(method: pl.Expr, norm: pl.Expr) -> pl.Expr:
     return expr
 
 
-def classify_traces(tev: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
-    """One row per trace (:data:`stacklens.schema.TRACES`) from :func:`timed_events` output."""
-    is_err = pl.col("level").is_in(["ERROR", "CRITICAL"])
-    real = pl.col("synthetic").not_()
+def _base(tev: pl.DataFrame) -> pl.DataFrame:
+    """Per-trace facts that do not need the markers."""
+    is_err = pl.col("level").is_in(["ERROR", "CRITICAL"]) & pl.col("synthetic").not_()
     api_line = pl.col("http_status").is_not_null()
-    build_done = pl.col("took_what").str.starts_with("build instance")
-    delete_done = pl.col("took_what").str.contains(r"^(deallocate network|destroy the instance)")
+    server_api = api_line & ~pl.col("logger").fill_null("").str.ends_with("rest_client")
     t = (
         tev.group_by("trace_id", maintain_order=True)
         .agg(
@@ -91,17 +112,19 @@ def classify_traces(tev: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
             pl.col("http_path").filter(api_line).first().alias("_p"),
             pl.col("http_status").filter(api_line).max().alias("http_status"),
             pl.col("rpc_topic").drop_nulls().first().alias("_topic"),
-            pl.col("message").filter(is_err).first().alias("error"),
-            pl.col("service").filter(is_err).first().alias("error_service"),
-            pl.col("file").filter(is_err).first().alias("error_file"),
-            pl.col("line_no").filter(is_err).first().alias("error_line_no"),
-            pl.col("ts_ns").filter(is_err).first().alias("_err_ts"),
-            pl.col("ts_ns").filter(build_done | delete_done).max().alias("_done_ts"),
-            pl.col("message").str.contains(_RETRY).filter(real).sum().alias("retries"),
+            is_err.sum().cast(pl.Int32).alias("n_error_records"),
+            pl.col("message").filter(is_err).first().alias("first_error"),
             pl.col("instance_uuid").drop_nulls().first().alias("instance_uuid"),
             pl.col("ts_ns").min().alias("start_ns"),
             pl.col("ts_ns").max().alias("_last_ts"),
             pl.col("ts_ns").filter(api_line).max().alias("_api_ts"),
+            # the line that answered with the worst status (server side first): 5xx evidence
+            pl.struct("ts_ns", "span_id", "service")
+            .filter(api_line)
+            .sort_by([server_api.filter(api_line), pl.col("http_status").filter(api_line)],
+                     descending=[True, True])
+            .first()
+            .alias("_api5"),
             pl.col("http_dur_s").filter(pl.col("logger").str.ends_with("rest_client"))
             .drop_nulls()
             .first()
@@ -117,52 +140,169 @@ def classify_traces(tev: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
         .then(pl.concat_str([pl.lit("rpc "), pl.col("_topic")]))
         .otherwise(pl.lit("background"))
     )
-    t = t.with_columns(operation=op)
-    completed = pl.col("_done_ts").is_not_null() & (
-        pl.col("_err_ts").is_null() | (pl.col("_done_ts") > pl.col("_err_ts"))
+    return t.with_columns(operation=op)
+
+
+def _marker_facts(tev: pl.DataFrame, t: pl.DataFrame) -> pl.DataFrame:
+    """Per trace, from the completion markers of its operation: ``_action``, ``_done_ts``,
+    ``_end_ts``, ``_fail`` (struct of the first failure record), ``_retries``."""
+    mf = marker_frame().select("marker", "operation", "meaning", "action")
+    hits = (
+        marker_hits(tev)
+        .join(mf, on="marker")
+        .join(t.select("trace_id", "operation"), on=["trace_id", "operation"])
+        .sort("trace_id", "ts_ns", "eid")
     )
-    is_async = pl.col("operation").is_in(_ASYNC) & (pl.col("http_status") < 300)
+    m = pl.col("meaning")
+    # a spawn failure is a failure only when nothing follows it (no reschedule, no build on
+    # another host, no completion): Havana's run_instance sets ERROR without a log line
+    later = (m.is_in(["retry", "attempt", "done"])).cast(pl.Int32).reverse().cum_sum().reverse()
+    hits = hits.with_columns(_later=later.over("trace_id") - m.is_in(["retry", "attempt", "done"]).cast(pl.Int32))
+    terminal = (m == "failed") | ((m == "spawn_failed") & (pl.col("_later") == 0))
+    fail = pl.struct("ts_ns", "span_id", "service", "message", "file", "line_no")
+    # reschedules per instance (a multi-instance create builds on several hosts at once):
+    # logged reschedules, or claims on N distinct hosts = N-1 reschedules; the trace's count is
+    # that of its most rescheduled instance
+    per_instance = (
+        hits.filter(m.is_in(["retry", "attempt"]))
+        .group_by("trace_id", pl.col("instance_uuid").fill_null(""))
+        .agg(pl.max_horizontal(
+            (m == "retry").sum().cast(pl.Int64),
+            pl.col("host").filter(m == "attempt").n_unique().cast(pl.Int64) - 1,
+        ).alias("_r"))
+        .group_by("trace_id")
+        .agg(pl.col("_r").max().cast(pl.Int32).alias("_retries"))
+    )
+    return hits.group_by("trace_id").agg(
+        pl.col("action").drop_nulls().first().alias("_action"),
+        pl.col("ts_ns").filter(m == "done").max().alias("_done_ts"),
+        pl.col("ts_ns").filter(m.is_in(["done", "work"])).max().alias("_end_ts"),
+        fail.filter(terminal).first().alias("_fail"),
+        pl.col("ts_ns").filter(terminal).max().alias("_fail_end_ts"),
+    ).join(per_instance, on="trace_id", how="left")
+
+
+def _root_causes(tev: pl.DataFrame, failed: pl.DataFrame) -> pl.DataFrame:
+    """First error of each failing chain. ``failed`` has ``trace_id``, ``instance_uuid``,
+    ``_f_ts``, ``_f_span``, ``_f_service``; returns ``trace_id``, ``_root`` (struct of message,
+    service, file, line_no)."""
+    spans = tev.group_by("span_id").agg(pl.col("ts_ns").min().alias("_f_span_start"))
+    errs = tev.filter(pl.col("level").is_in(["ERROR", "CRITICAL"]) & ~pl.col("synthetic")).select(
+        "trace_id", "ts_ns", "eid", "span_id", "service", "instance_uuid", "message", "file",
+        "line_no",
+    )
+    f = failed.join(spans.rename({"span_id": "_f_span"}), on="_f_span", how="left")
+    j = errs.join(f, on="trace_id", suffix="_t").filter(
+        (pl.col("ts_ns") <= pl.col("_f_ts"))
+        & (
+            (pl.col("instance_uuid") == pl.col("instance_uuid_t")).fill_null(False)
+            | (pl.col("span_id") == pl.col("_f_span")).fill_null(False)
+            | ((pl.col("service") != pl.col("_f_service"))
+               & (pl.col("ts_ns") >= pl.col("_f_span_start"))).fill_null(False)
+        )
+    )
+    return (
+        j.sort("trace_id", "ts_ns", "eid")
+        .group_by("trace_id")
+        .agg(pl.struct("message", "service", "file", "line_no").first().alias("_root"))
+    )
+
+
+def classify_traces(tev: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
+    """One row per trace (:data:`stacklens.schema.TRACES`) from :func:`timed_events` output
+    (which must carry ``eid`` and ``span_id``). Outcomes, ends and root causes as in the module
+    docstring; completion markers from :data:`stacklens.trace.completion.MARKERS`."""
+    t = _base(tev)
+    facts = _marker_facts(tev, t)
+    t = t.join(facts, on="trace_id", how="left").with_columns(
+        operation=pl.when((pl.col("operation") == "server.action") & pl.col("_action").is_not_null())
+        .then(pl.col("_action"))
+        .otherwise(pl.col("operation"))
+    )
+    status = pl.col("http_status")
+    ok2xx = status.is_between(200, 399)
+    fail_ts = pl.col("_fail").struct.field("ts_ns")
+    # an action whose records name no known action is judged by its API answer, unless it
+    # reached an error state
+    is_async = ok2xx & (
+        pl.col("operation").is_in(_ASYNC) | pl.col("operation").is_in(_ACTIONS)
+        | ((pl.col("operation") == "server.action") & fail_ts.is_not_null())
+    )
+    # failure markers are final (see completion.MARKERS): a later "done" does not undo them
+    done = pl.col("_done_ts").is_not_null() & fail_ts.is_null()
+    failed_async = is_async & fail_ts.is_not_null() & ~done
+    retries = pl.col("_retries").fill_null(0)
     outcome = (
-        pl.when(is_async & completed & (pl.col("retries") > 0))
-        .then(pl.lit("retried"))
-        .when(is_async & completed)
-        .then(pl.lit("success"))
-        .when(pl.col("http_status") >= 500)
-        .then(pl.lit("failed"))
-        .when(pl.col("http_status").is_between(400, 499))
-        .then(pl.lit("rejected"))
-        .when(pl.col("error").is_not_null())
-        .then(pl.lit("failed"))
-        .when(is_async)
-        .then(pl.lit("unknown"))
-        .when(pl.col("http_status").is_not_null())
-        .then(pl.lit("success"))
+        pl.when(status >= 500).then(pl.lit("failed"))
+        .when(status.is_between(400, 499)).then(pl.lit("rejected"))
+        .when(failed_async).then(pl.lit("failed"))
+        .when(is_async & done & (retries > 0)).then(pl.lit("retried"))
+        .when(is_async & done).then(pl.lit("success"))
+        .when(is_async).then(pl.lit("unknown"))
+        .when(ok2xx).then(pl.lit("success"))
         .otherwise(pl.lit("unknown"))
     )
+    reason = (
+        pl.when(status >= 500).then(pl.concat_str([pl.lit("HTTP "), status.cast(pl.String)]))
+        .when(status.is_between(400, 499)).then(pl.concat_str([pl.lit("HTTP "), status.cast(pl.String)]))
+        .when(failed_async).then(pl.lit("failure logged"))
+        .when(is_async & done).then(pl.lit("completion logged"))
+        .when(is_async & (pl.col("n_error_records") > 0))
+        .then(pl.lit("no completion or failure logged (errors logged)"))
+        .when(is_async).then(pl.lit("no completion or failure logged"))
+        .when(ok2xx).then(pl.lit("HTTP 2xx"))
+        .when(status.is_not_null()).then(pl.concat_str([pl.lit("HTTP "), status.cast(pl.String)]))
+        .otherwise(pl.lit("no API response logged"))
+    )
+    t = t.with_columns(outcome=outcome, outcome_reason=reason, _is_async=is_async, _done=done)
+    # failure evidence: the 5xx answer, else the first failure marker
+    api5 = pl.col("_api5")
+    t = t.with_columns(
+        _f_ts=pl.when(status >= 500).then(api5.struct.field("ts_ns")).otherwise(fail_ts),
+        _f_span=pl.when(status >= 500).then(api5.struct.field("span_id"))
+        .otherwise(pl.col("_fail").struct.field("span_id")),
+        _f_service=pl.when(status >= 500).then(api5.struct.field("service"))
+        .otherwise(pl.col("_fail").struct.field("service")),
+    )
+    failed = t.filter(pl.col("outcome") == "failed").select(
+        "trace_id", "instance_uuid", "_f_ts", "_f_span", "_f_service"
+    )
+    t = t.join(_root_causes(tev, failed), on="trace_id", how="left")
+    is_failed = pl.col("outcome") == "failed"
+    http_err = pl.concat_str([pl.lit("HTTP "), status.cast(pl.String), pl.lit(" on "), pl.col("_m"),
+                              pl.lit(" "), pl.col("_norm")])
+    root, fm = pl.col("_root"), pl.col("_fail")
     nspans = spans.group_by("trace_id").agg(pl.len().cast(pl.Int32).alias("n_spans"))
     return (
         t.with_columns(
-            outcome=outcome,
-            error=pl.when(pl.col("error").is_null() & (pl.col("http_status") >= 500))
-            .then(pl.concat_str([pl.lit("HTTP "), pl.col("http_status").cast(pl.String),
-                                 pl.lit(" on "), pl.col("_m"), pl.lit(" "), pl.col("_norm")]))
-            .otherwise(pl.col("error")),
-            retries=pl.col("retries").cast(pl.Int32),
-            # the end is a logged completion: the build/delete for async operations, else the
-            # access line
-            end_exact=pl.when(is_async).then(completed).otherwise(pl.col("http_status").is_not_null()),
-            # end-to-end ends at the logged completion (records logged after it, such as a
-            # reused thread context, do not stretch the request)
-            end_ns=pl.when(is_async & completed)
-            .then(pl.col("_done_ts"))
-            .when(~is_async & pl.col("_api_ts").is_not_null())
+            error=pl.when(~is_failed).then(None)
+            .otherwise(pl.coalesce(root.struct.field("message"), fm.struct.field("message"), http_err)),
+            error_service=pl.when(~is_failed).then(None)
+            .otherwise(pl.coalesce(root.struct.field("service"), fm.struct.field("service"))),
+            error_file=pl.when(~is_failed).then(None)
+            .otherwise(pl.coalesce(root.struct.field("file"), fm.struct.field("file"))),
+            error_line_no=pl.when(~is_failed).then(None)
+            .otherwise(pl.coalesce(root.struct.field("line_no"), fm.struct.field("line_no"))),
+            retries=pl.when(pl.col("_is_async")).then(retries).otherwise(0).cast(pl.Int32),
+            # the end is a logged completion: the last done/work record for asynchronous
+            # operations, or their last failure record (records logged after it, such as a
+            # reused thread context, do not stretch the request), else the access line
+            end_exact=pl.when(pl.col("_is_async"))
+            .then(pl.col("_done") | (is_failed & pl.col("_f_ts").is_not_null()))
+            .otherwise(status.is_not_null()),
+            end_ns=pl.when(pl.col("_is_async") & pl.col("_done"))
+            .then(pl.max_horizontal("_end_ts", "_done_ts", "_api_ts"))
+            # a failed operation ends at its last failure record (error state set)
+            .when(pl.col("_is_async") & is_failed & pl.col("_f_ts").is_not_null())
+            .then(pl.max_horizontal("_f_ts", "_fail_end_ts", "_api_ts"))
+            .when(~pl.col("_is_async") & pl.col("_api_ts").is_not_null())
             .then(pl.col("_api_ts"))
             .otherwise(pl.col("_last_ts")),
             request_id=pl.col("trace_id"),
         )
         .with_columns(dur_s=(pl.col("end_ns") - pl.col("start_ns")) / 1e9)
         .join(nspans, on="trace_id", how="left")
-        .drop("_m", "_p", "_topic", "_err_ts", "_done_ts", "_norm", "_last_ts", "_api_ts")
+        .drop(cs.starts_with("_"))
     )
 
 
@@ -187,23 +327,34 @@ def breakdown(tev: pl.DataFrame, traces: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+_TORN = r"Took \d+(\.\d+)? seconds to (deallocate network|detach \d+ volumes)"
+# phase -> (start regex, end regex, start is the first (min) or the last (max) match)
 _MARKS = {
-    "claim": (r"Attempting claim", r"Claim successful|Claim failed"),
-    "network": (r"Start building networks asynchronously", r"Instance network_info:"),
-    "block_device": (r"Start building block device mappings", r"Start spawning the instance"),
-    "spawn": (r"Start spawning the instance", r"Took \d+(\.\d+)? seconds to spawn"),
+    "claim": (r"Attempting claim", r"Claim successful|Claim failed", "min"),
+    "network": (r"Start building networks asynchronously", r"Instance network_info:", "min"),
+    "block_device": (r"Start building block device mappings", r"Start spawning the instance", "min"),
+    "spawn": (r"Start spawning the instance", r"Took \d+(\.\d+)? seconds to spawn", "min"),
+    # delete (nova/compute/manager.py _shutdown_instance, _delete_instance, 12.0.0-31.0.0):
+    # teardown ends when the guest, network and volumes are gone; the instance is then saved
+    # as DELETED (what a polling client sees). resource_cleanup is what follows
+    # (_complete_deletion: resource tracker under the compute_resources lock, placement
+    # allocations deleted) before the capacity is free again.
+    "teardown": (r"Terminating instance", _TORN, "min"),
+    "resource_cleanup": (_TORN, r"Deleted allocations? for (instance|consumer) ", "max"),
 }
 
 
 def phases(tev: pl.DataFrame) -> pl.DataFrame:
-    """nova-compute phases per trace (:data:`stacklens.schema.PHASES`)."""
+    """nova-compute phases per trace (:data:`stacklens.schema.PHASES`): build phases (claim,
+    network, block_device, spawn, build) and delete phases (teardown, resource_cleanup)."""
     cpu = tev.filter(pl.col("service") == "nova-compute")
     frames = []
-    for name, (start_rx, end_rx) in _MARKS.items():
+    for name, (start_rx, end_rx, first) in _MARKS.items():
+        st = pl.col("ts_ns").filter(pl.col("message").str.contains(start_rx))
         frames.append(
             cpu.group_by("trace_id", "service")
             .agg(
-                pl.col("ts_ns").filter(pl.col("message").str.contains(start_rx)).min().alias("start_ns"),
+                (st.min() if first == "min" else st.max()).alias("start_ns"),
                 pl.col("ts_ns").filter(pl.col("message").str.contains(end_rx)).max().alias("end_ns"),
             )
             .with_columns(phase=pl.lit(name))
@@ -223,3 +374,59 @@ def phases(tev: pl.DataFrame) -> pl.DataFrame:
         & pl.col("end_ns").is_not_null()
         & (pl.col("end_ns") >= pl.col("start_ns"))
     ).with_columns(dur_s=(pl.col("end_ns") - pl.col("start_ns")) / 1e9)
+
+
+def adopt_orphan_markers(linked: pl.DataFrame) -> pl.DataFrame:
+    """Give context-less completion records to the operation they complete.
+
+    Some markers are logged without a request context but with the instance tag, e.g. the
+    libvirt driver's ``[-] [instance: X] Instance spawned successfully.`` (its ``_wait_for_boot``
+    looping call runs without the request's context, nova 2013.2-31.0.0). Such a record
+    (unlinked, or linked only by the instance window to, say, a lifecycle-event trace) joins
+    the latest trace of the same instance that started before it and whose operation the
+    marker applies to (:data:`~stacklens.trace.completion.
+    MARKERS`). ``linked`` is :func:`stacklens.trace.link.link_events` output; returns it with
+    ``trace_id`` filled for those records (same columns and order)."""
+    from stacklens.trace.completion import MARKERS, message_body
+
+    # no context of its own: unlinked, or linked only by the instance window (link rule 4)
+    orphan = (pl.col("request_id").is_null() & pl.col("rpc_kind").is_null()
+              & pl.col("instance_uuid").is_not_null())
+    if not linked.filter(orphan).height:
+        return linked
+    api = pl.col("http_status").is_not_null()
+    ops = (
+        linked.filter(pl.col("trace_id").is_not_null() & ~orphan)
+        .group_by("trace_id")
+        .agg(
+            pl.col("http_method").filter(api).first().alias("_m"),
+            pl.col("http_path").filter(api).first().alias("_p"),
+            pl.col("instance_uuid").drop_nulls().first().alias("instance_uuid"),
+            pl.col("ts_ns").min().alias("_t0"),
+        )
+        .filter(pl.col("_m").is_not_null() & pl.col("instance_uuid").is_not_null())
+        .with_columns(_op=_operation(pl.col("_m"), normalize_path(pl.col("_p"))))
+    )
+    body = message_body()
+    found = []
+    for m in MARKERS:
+        if m.meaning not in ("done", "work", "failed", "spawn_failed"):
+            continue
+        cand = linked.filter(orphan & body.str.contains(m.regex)).select("eid", "instance_uuid", "ts_ns")
+        tr = ops.filter(pl.col("_op").is_in(list(m.ops))).select("trace_id", "instance_uuid", "_t0")
+        if cand.height and tr.height:
+            found.append(
+                cand.sort("ts_ns")
+                .join_asof(tr.sort("_t0"), left_on="ts_ns", right_on="_t0", by="instance_uuid",
+                           strategy="backward", check_sortedness=False)
+                .filter(pl.col("trace_id").is_not_null())
+                .select("eid", pl.col("trace_id").alias("_adopt"))
+            )
+    if not found:
+        return linked
+    adopt = pl.concat(found).unique("eid", keep="first")
+    return (
+        linked.join(adopt, on="eid", how="left")
+        .with_columns(trace_id=pl.coalesce("_adopt", "trace_id"))
+        .drop("_adopt")
+    )
