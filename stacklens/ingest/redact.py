@@ -107,7 +107,7 @@ RULES: tuple[Rule, ...] = (
          r"[\s\S]*?(?:</(?:[\w\-]+:)?(?:Encrypted)?Assertion>|$)", anchors=(_ci("assertion"),)),
     Rule("saml_base64", "PHNhbWxwOlJlc3BvbnNl...",
          "base64 SAML2 messages (HTTP-POST binding) outside a SAMLResponse key",
-         "", r"(?:PHNhbWw|PD94bWwg)[A-Za-z0-9+/=]{40,}", anchors=("PHNhbWw", "PD94bWwg")),
+         "", r"(?:PHNhbW[wx]|PD94bWwg)[A-Za-z0-9+/=]{40,}", anchors=("PHNhbW", "PD94bWwg")),
     Rule("authorization_header", "Authorization: Bearer S / 'Authorization': 'Basic S'",
          "keystoneauth/requests session debug (REQ: curl -H), OIDC (mod_auth_openidc), "
          "swift/ec2 middlewares",
@@ -145,7 +145,7 @@ RULES: tuple[Rule, ...] = (
          anchors=_KEY_ANCHORS),
     Rule("keyed_cli_flag", "--os-password S / --password 'S'",
          "command lines logged by processutils, devstack, rally, shell traces",
-         r"--" + _KEY + r"\s+", r"'[^']*'|\"[^\"]*\"|[^\s'\"]+", anchors=_KEY_ANCHORS),
+         r"--[\w\-]*" + _KEY + r"\s+", r"'[^']*'|\"[^\"]*\"|[^\s'\"]+", anchors=_KEY_ANCHORS),
     Rule("keyed_flag_value", "node.session.auth.password -v S",
          "iscsiadm / processutils command strings (oslo.utils pattern)",
          _KEY + r"\s+--?[A-Za-z]+\s+", r"[^\s'\"]+", anchors=_KEY_ANCHORS),
