@@ -31,7 +31,10 @@ REDACTED = "***"
 class Rule:
     """One redaction rule: the regex ``keep`` + ``secret`` + ``after``; ``secret`` becomes ``***``.
 
-    ``keep`` and ``after`` are kept as they are; no part may hold a capturing group. ``anchors``
+    ``keep`` and ``after`` are kept as they are; no part may hold a capturing group. Keyed
+    rules (``keyed=True``) are joined after one copy of the key-name pattern, so the pattern
+    stays small enough for the lazy DFA; only ASCII word classes and boundaries are used (a
+    Unicode ``\\b`` or ``\\w`` makes the DFA give up on non-ASCII text). ``anchors``
     are patterns of which every match holds at least one (cheap ones: literals, character
     classes for case): the pre-filter :data:`_CHEAP` is their alternation. ``form`` is an example of the text caught
     (``S`` stands for the secret); ``source`` says where OpenStack writes it.
@@ -44,6 +47,7 @@ class Rule:
     secret: str
     after: str = ""
     anchors: tuple[str, ...] = ()
+    keyed: bool = False  # ``keep`` follows a key name of :data:`KEY_NAMES` (kept too)
 
 
 #: Key names whose values are secrets (case-insensitive; a key *ending* in one of them, then
@@ -83,7 +87,7 @@ def _ci(lit: str) -> str:
 
 
 # a key name ending in one of KEY_NAMES, optional digits (oslo.utils: ``%(key)s[0-9]*``)
-_KEY = "(?i:" + "|".join(sorted((k.replace("-", r"\-") for k in KEY_NAMES), key=len,
+_KEY = "(?i-u:" + "|".join(sorted((k.replace("-", r"\-") for k in KEY_NAMES), key=len,
                                 reverse=True)) + ")[0-9]*"
 _Q = r"\\*['\"]"  # a quote, possibly escaped (JSON inside a JSON string: EC2 blobs, bodies)
 _BARE = r"[^'\"\s,;&}{)<>*\\][^'\"\s,;&})\\]*"  # an unquoted value
@@ -103,8 +107,8 @@ RULES: tuple[Rule, ...] = (
          anchors=("PRIVATE KEY",)),
     Rule("saml_assertion", "<saml2:Assertion ...>S</saml2:Assertion>",
          "keystone federation / mod_auth_mellon debug dumps of SAML2 responses",
-         r"<(?:[\w\-]+:)?(?:Encrypted)?Assertion\b",
-         r"[\s\S]*?(?:</(?:[\w\-]+:)?(?:Encrypted)?Assertion>|$)", anchors=(_ci("assertion"),)),
+         r"<(?:[A-Za-z0-9_\-]+:)?(?:Encrypted)?Assertion(?-u:\b)",
+         r"[\s\S]*?(?:</(?:[A-Za-z0-9_\-]+:)?(?:Encrypted)?Assertion>|$)", anchors=(_ci("assertion"),)),
     Rule("saml_base64", "PHNhbWxwOlJlc3BvbnNl...",
          "base64 SAML2 messages (HTTP-POST binding) outside a SAMLResponse key",
          "", r"(?:PHNhbW[wx]|PD94bWwg)[A-Za-z0-9+/=]{40,}", anchors=("PHNhbW", "PD94bWwg")),
@@ -125,42 +129,42 @@ RULES: tuple[Rule, ...] = (
          r"[uU]?" + _Q, r"[^'\"\\]+", anchors=(_ci("token"),)),
     Rule("keyed_escaped_dq", "{\\\"secret\\\": \\\"S\\\"}",
          "JSON inside a JSON string: keystone EC2 credential blobs, nested request bodies",
-         _KEY + r"\\+\"\s*:\s*[uU]?\\+\"", r"(?:[^\"\\]|\\[^\"\\])*", anchors=_KEY_ANCHORS),
+         r"\\+\"\s*:\s*[uU]?\\+\"", r"(?:[^\"\\]|\\[^\"\\])*", anchors=_KEY_ANCHORS, keyed=True),
     Rule("keyed_dq", "\"password\": \"S\" / u'password': u\"S\"",
          "JSON request/response bodies (clients, keystonemiddleware), py reprs holding a quote",
-         _KEY + r"['\"]\s*:\s*[uUbB]?\"", r"(?:[^\"\\]|\\.)*", anchors=_KEY_ANCHORS),
+         r"['\"]\s*:\s*[uUbB]?\"", r"(?:[^\"\\]|\\.)*", anchors=_KEY_ANCHORS, keyed=True),
     Rule("keyed_sq", "{u'password': u'S'} / 'secret_key': 'S'",
          "Python reprs of dicts (py2 u'' and py3), RPC contexts, config dumps",
-         _KEY + r"['\"]\s*:\s*[uUbB]?'", r"(?:[^'\\]|\\.)*", anchors=_KEY_ANCHORS),
+         r"['\"]\s*:\s*[uUbB]?'", r"(?:[^'\\]|\\.)*", anchors=_KEY_ANCHORS, keyed=True),
     Rule("keyed_arg_list", "['iscsiadm', 'node.session.auth.password', '-v', u'S']",
          "oslo.concurrency processutils command lists (os-brick iSCSI CHAP); oslo.utils pattern",
-         _KEY + r"['\"]\s*,\s*['\"]--?[A-Za-z]+['\"]\s*,\s*[uUbB]?['\"]", r"[^'\"]*",
-         anchors=_KEY_ANCHORS),
+         r"['\"]\s*,\s*['\"]--?[A-Za-z]+['\"]\s*,\s*[uUbB]?['\"]", r"[^'\"]*",
+         anchors=_KEY_ANCHORS, keyed=True),
     Rule("keyed_bare", "password=S / X-Auth-Token: S / ?token=S&",
          "config dumps (log_opt_values), headers, env, URL queries (noVNC ?token=)",
-         _KEY + r"['\"]?\s*[:=]\s*['\"]?", _BARE, anchors=_KEY_ANCHORS),
+         r"['\"]?\s*[:=]\s*['\"]?", _BARE, anchors=_KEY_ANCHORS, keyed=True),
     Rule("keyed_urlencoded", "%3Ftoken%3DS / %22password%22%3A%20%22S",
          "URL-encoded queries and bodies (noVNC/websockify path=%3Ftoken%3D)",
-         _KEY + r"(?:%2[27])?(?:%3[AaDd])(?:%20|\+)*(?:%2[27])?", r"[^\s&%'\"]+",
-         anchors=_KEY_ANCHORS),
-    Rule("keyed_cli_flag", "--os-password S / --password 'S'",
-         "command lines logged by processutils, devstack, rally, shell traces",
-         r"--[\w\-]*" + _KEY + r"\s+", r"'[^']*'|\"[^\"]*\"|[^\s'\"]+", anchors=_KEY_ANCHORS),
+         r"(?:%2[27])?(?:%3[AaDd])(?:%20|\+)*(?:%2[27])?", r"[^\s&%'\"]+",
+         anchors=_KEY_ANCHORS, keyed=True),
     Rule("keyed_flag_value", "node.session.auth.password -v S",
          "iscsiadm / processutils command strings (oslo.utils pattern)",
-         _KEY + r"\s+--?[A-Za-z]+\s+", r"[^\s'\"]+", anchors=_KEY_ANCHORS),
+         r"\s+--?[A-Za-z]+\s+", r"[^\s'\"]+", anchors=_KEY_ANCHORS, keyed=True),
     Rule("keyed_space_quote", "password 'S'",
          "oslo.utils pattern: a key then whitespace then a quoted value",
-         _KEY + r"\s+[uUbB]?['\"]", r"[^'\"]*", anchors=_KEY_ANCHORS),
+         r"\s+[uUbB]?['\"]", r"[^'\"]*", anchors=_KEY_ANCHORS, keyed=True),
+    Rule("keyed_cli_flag", "--os-password S / --password 'S'",
+         "command lines logged by processutils, devstack, rally, shell traces",
+         r"--[A-Za-z0-9_\-]*" + _KEY + r"\s+", r"'[^']*'|\"[^\"]*\"|[^\s'\"]+", anchors=_KEY_ANCHORS),
     Rule("keyed_xml", "<password>S</password>",
          "XML request bodies (old nova/cinder XML API, SAML attributes); oslo.utils pattern",
-         r"<[\w\-:]*" + _KEY + r">", r"[^<]*", anchors=_KEY_ANCHORS),
+         r"<[A-Za-z0-9_\-:]*" + _KEY + r">", r"[^<]*", anchors=_KEY_ANCHORS),
     Rule("fernet_token", "gAAAAABS...", "keystone Fernet tokens (Ocata on) anywhere in text",
          "", r"gAAAAA[A-Za-z0-9_\-=]{20,}", anchors=("gAAAAA",)),
     Rule("fernet_token_base64", "Z0FBQUFB...", "base64 of a Fernet token (basic-auth-like blobs)",
          "", r"Z0FBQUFB[A-Za-z0-9+/=]{20,}", anchors=("Z0FBQUFB",)),
     Rule("pki_token", "MIIKZQYJ...", "keystone PKI/PKIZ tokens (Grizzly..Ocata)",
-         "", r"\bMII[A-Za-z0-9+/=\-]{60,}", anchors=("MII",)),
+         "", r"(?-u:\b)MII[A-Za-z0-9+/=\-]{60,}", anchors=("MII",)),
     Rule("jwt", "eyJhbGciOi...", "OIDC access/id tokens (JWS) in logged headers and bodies",
          "", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",
          anchors=("eyJ",)),
@@ -172,14 +176,30 @@ RULES: tuple[Rule, ...] = (
          r"[0-9]*[^\s@/?#0-9][^\s@/?#]*/[^\s@?#]*|[^\s@/?#]+", r"@", anchors=("://",)),
 )
 
-_GROUPS_PER_RULE = 2  # each rule: (keep) secret (after)
-
-
 def _build(rules: tuple[Rule, ...]) -> tuple[str, str]:
-    parts = [f"({r.keep})(?:{r.secret})({r.after})" for r in rules]
-    keeps = "".join(f"${{{_GROUPS_PER_RULE * i + 1}}}" for i in range(len(rules)))
-    afters = "".join(f"${{{_GROUPS_PER_RULE * i + 2}}}" for i in range(len(rules)))
-    return "|".join(parts), keeps + REDACTED + afters
+    """The one pattern and its replacement. Every capture group keeps text: groups before a
+    secret are listed before ``***`` and ``after`` groups after it; groups of the alternatives
+    that did not match expand to nothing."""
+    alts: list[str] = []
+    roles: list[str] = []  # per group, in order of its opening parenthesis: "before" / "after"
+    i = 0
+    while i < len(rules):
+        if rules[i].keyed:
+            block = []
+            while i < len(rules) and rules[i].keyed:
+                block.append(rules[i])
+                i += 1
+            alts.append(f"({_KEY})(?:" + "|".join(
+                f"({r.keep})(?:{r.secret})({r.after})" for r in block) + ")")
+            roles += ["before"] + ["before", "after"] * len(block)
+        else:
+            r = rules[i]
+            alts.append(f"({r.keep})(?:{r.secret})({r.after})")
+            roles += ["before", "after"]
+            i += 1
+    before = "".join(f"${{{n}}}" for n, role in enumerate(roles, 1) if role == "before")
+    after = "".join(f"${{{n}}}" for n, role in enumerate(roles, 1) if role == "after")
+    return "|".join(alts), before + REDACTED + after
 
 
 def _build_cheap(rules: tuple[Rule, ...]) -> str:
