@@ -25,6 +25,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from stacklens.ingest.redact import (
     _REPLACEMENT,
@@ -348,3 +350,19 @@ def test_native_tokenizer_redacts_like_the_polars_path(tmp_path):
     cols = ["message", "continuation"]
     assert res[True].events.select(cols).equals(res[False].events.select(cols))
     assert res[True].quarantine["raw"].to_list() == res[False].quarantine["raw"].to_list()
+
+
+# --- properties -------------------------------------------------------------------------------
+
+#: characters of generated passwords (tempest, devstack) that are not value delimiters
+PW_CHARS = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in "'\"\\,;&{}()<>*` ")
+
+
+@settings(max_examples=300, deadline=None)
+@given(key=st.sampled_from(KEY_NAMES), form=st.sampled_from([t for _, t in KEY_FORMS]),
+       secret=st.text(alphabet=PW_CHARS, min_size=8, max_size=40),
+       before=st.text(alphabet="abc XYZ.:[]-_/0123", max_size=30))
+def test_any_password_under_any_key_in_any_form_is_removed(key, form, secret, before):
+    text = before + " " + form.replace("{K}", key).replace("{S}", secret)
+    assume(secret not in text.replace(secret, "", 1))  # the secret occurs once
+    assert secret not in redact_text(text)
