@@ -29,13 +29,16 @@ What it does
      per skipped file, its ``unrecognized_file`` / ``merged_output_skipped`` count; per gzip
      file the lines of what could be decompressed.
 
+   With ``--analyze`` each batch is also traced, analyzed and reported (HTML included) in the
+   child; a traceback there counts too, with its stage.
+
    A batch that crashes is kept (``--keep-crashes DIR``, default a temp folder) as reproducer.
 
 Output: one JSON object on stdout (counts per path, crash sites, accounting mismatches);
 progress on stderr. Usage::
 
     python bench/fuzz_ingest.py [--lines N] [--batch-lines N] [--rate P] [--seed S]
-                                [--data DIR] [--paths 0,1] [--keep-crashes DIR]
+                                [--data DIR] [--paths 0,1] [--keep-crashes DIR] [--analyze]
 """
 
 from __future__ import annotations
@@ -186,8 +189,25 @@ try:
         acc.setdefault(f, {})["_events"] = n
     for f, n in res.quarantine.group_by("file").len().iter_rows():
         acc.setdefault(f, {})["_quarantine"] = n
-    print(json.dumps({"ok": True, "native": tokenize._native_wanted(), "acc": acc,
-                      "events": res.events.height, "quarantine": res.quarantine.height}))
+    out = {"ok": True, "native": tokenize._native_wanted(), "acc": acc,
+           "events": res.events.height, "quarantine": res.quarantine.height}
+    if len(sys.argv) > 2:  # --analyze: trace, analyze and report too, into a scratch run folder
+        stage = "trace"
+        try:
+            from stacklens.cli._stages import report_stage, trace_stage
+            from stacklens.store import RunStore
+            store = RunStore(sys.argv[2])
+            store.write({"events": res.events, "ingest_stats": st, "quarantine": res.quarantine})
+            trace_stage(store, quiet=True)
+            stage = "report"
+            report_stage(store, as_json=False, quiet_terminal=True)
+        except BaseException as e:
+            tb = traceback.extract_tb(e.__traceback__)
+            site = next((f"{fr.filename}:{fr.lineno} {fr.name}" for fr in reversed(tb)
+                         if "stacklens" in fr.filename), "?")
+            out.update(ok=False, error=f"{stage}: {type(e).__name__}: {str(e)[:300]}",
+                       site=site, traceback=traceback.format_exc()[-4000:])
+    print(json.dumps(out))
 except BaseException as e:
     tb = traceback.extract_tb(e.__traceback__)
     site = next((f"{fr.filename}:{fr.lineno} {fr.name}" for fr in reversed(tb)
@@ -217,11 +237,12 @@ def check(acc: dict, expect: dict[str, int]) -> list[str]:
     return bad
 
 
-def run_child(folder: Path, native: str, timeout_s: float) -> dict:
+def run_child(folder: Path, native: str, timeout_s: float, analyze: bool = False) -> dict:
     env = {**os.environ, "STACKLENS_NATIVE": native, "PYTHONPATH": str(REPO),
            "POLARS_MAX_THREADS": "1", "RAYON_NUM_THREADS": "1"}
     try:
-        p = subprocess.run([sys.executable, "-c", CHILD, str(folder)], capture_output=True,
+        extra = [str(folder.parent / f"{folder.name}-run{native}")] if analyze else []
+        p = subprocess.run([sys.executable, "-c", CHILD, str(folder), *extra], capture_output=True,
                            text=True, env=env, timeout=timeout_s,
                            preexec_fn=lambda: os.nice(10))
     except subprocess.TimeoutExpired:
@@ -244,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--paths", default="0,1", help="STACKLENS_NATIVE values to run")
     ap.add_argument("--keep-crashes", type=Path, default=None)
     ap.add_argument("--timeout-s", type=float, default=600.0, help="per batch and path")
+    ap.add_argument("--analyze", action="store_true",
+                    help="also trace, analyze and report each batch (tracebacks there count)")
     a = ap.parse_args(argv)
     if not a.data.exists():
         log(f"no real logs at {a.data}: nothing to mutate")
@@ -283,9 +306,14 @@ def main(argv: list[str] | None = None) -> int:
             crashed = False
             for p in paths:
                 tc = time.perf_counter()
-                out = run_child(folder, p, a.timeout_s)
+                out = run_child(folder, p, a.timeout_s, a.analyze)
                 r = res["paths"][p]
                 r["child_s"] = round(r.get("child_s", 0.0) + time.perf_counter() - tc, 1)
+                if not out["ok"] and "acc" in out:  # ingest passed, a later stage failed
+                    r["events"] += out["events"]
+                    r["quarantine"] += out["quarantine"]
+                    bad = check(out["acc"], expect)
+                    r["unaccounted_files"] += len(bad)
                 if not out["ok"]:
                     r["tracebacks"] += 1
                     r["crash_sites"][out["site"]] = r["crash_sites"].get(out["site"], 0) + 1
@@ -304,6 +332,8 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.copytree(folder, dst)
                 res["reproducers"].append(str(dst))
             shutil.rmtree(folder)
+            for p in paths:
+                shutil.rmtree(folder.parent / f"{folder.name}-run{p}", ignore_errors=True)
             log(f"batch {res['batches']}: {res['lines']:,} lines; "
                 + ", ".join(f"path {p}: {v['tracebacks']} tracebacks, {v['unaccounted_files']} "
                             f"unaccounted files" for p, v in res["paths"].items()))
