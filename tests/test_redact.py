@@ -183,3 +183,31 @@ def test_keystone_v2_token_id_in_response_body():
     out = redact_text(body)
     assert "c5d88b94fea14fb3af9620fd149bc67e" not in out
     assert "341772d1e8d5480994d8bc8446cf17ce" in out  # a project id is not a secret
+
+
+def test_real_logs_keep_no_keyed_secret():
+    """The real fixtures hold tempest ``adminPass`` values, py2 contexts with ``auth_token`` and
+    devstack ``--password`` command lines: after redaction no such key is followed by a value
+    other than ``***`` (or an empty one)."""
+    import gzip
+    import re
+
+    from conftest import DATA, need
+
+    root = need(DATA / "oslo-logs")
+    lines: list[str] = []
+    for p in sorted(root.rglob("*")):
+        if not p.is_file() or p.suffix in (".csv", ".tsv", ".md"):
+            continue
+        raw = p.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        lines += [ln for ln in raw.decode("utf-8", "replace").splitlines()
+                  if "ass" in ln or "oken" in ln or "ecret" in ln]
+    out = pl.DataFrame({"m": lines}).select(redact(pl.col("m")))["m"].to_list()
+    leak = re.compile(
+        r"""(?i)(?:adminpass|auth_token|password|secret_key)['"]\s*:\s*u?['"](?!\*\*\*['"])[^'"]"""
+        r"""|--(?:os-)?password\s+(?!\*\*\*)\S"""
+    )
+    assert len(out) > 1000
+    assert not [m for m in out if leak.search(m)][:5]

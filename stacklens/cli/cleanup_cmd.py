@@ -17,6 +17,7 @@ from rich.console import Console
 from stacklens.cli.run_cmd import CLOUD, ENDPOINT, TOKEN
 from stacklens.drive.cleanup import cleanup_prefix
 from stacklens.drive.client import ComputeClient, resolve_connection
+from stacklens.drive.session import finalize_records
 from stacklens.errors import UserError
 from stacklens.store import RunStore
 
@@ -60,6 +61,11 @@ def cleanup(
         print(f"{prefix}: {res.found} found, {res.deleted} deleted, {len(res.remaining)} remaining")
     for e in res.errors:
         err.print(f"cleanup: {e}")
+    if info.get("state") == "running" and (run / "requests.jsonl").exists():  # a killed run
+        n = finalize_records(run)
+        bad = (RunStore(run).manifest().get("run") or {}).get("jsonl_bad_lines", 0)
+        err.print(f"cleanup: the run was killed; {n} servers' records kept from requests.jsonl"
+                  + (f", {bad} unreadable lines (cut by the kill)" if bad else ""))
     if res.remaining:
         raise UserError(f"{len(res.remaining)} servers with prefix {prefix} remain after "
                         f"{timeout:g} s: {', '.join(res.remaining[:5])}")

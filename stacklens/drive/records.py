@@ -2,9 +2,10 @@
 
 The record is the driver's ``Result`` (vegeta ``lib/results.go``): everything one server's
 lifecycle produced, its failure included. The driver writes a snapshot of a record each time
-the server changes phase, appended to ``<run>/requests.jsonl`` and fsync'd per batch, so a run
-killed at any point keeps every phase it completed; :func:`read_records` keeps the last snapshot
-of each server. :func:`to_frame` gives the canonical ``requests`` table
+the server changes phase, appended to ``<run>/requests.jsonl`` and flushed to the OS per record
+(fsync'd per batch), so a run killed at any point, SIGKILL included, keeps every phase it
+completed; :func:`read_records` keeps the last snapshot of each server and counts lines it cannot
+read (a line torn by a crash), and a writer reopening a torn file starts on a fresh line. :func:`to_frame` gives the canonical ``requests`` table
 (:data:`stacklens.schema.REQUESTS`).
 
 ``requests.jsonl`` format history: 1 (stacklens 0.1) one JSON object per line, the fields of
@@ -29,8 +30,10 @@ __all__ = [
     "JSONL_VERSION",
     "OUTCOMES",
     "RecordWriter",
+    "RecordsRead",
     "RequestRecord",
     "read_records",
+    "read_records_checked",
     "to_frame",
 ]
 
@@ -132,17 +135,36 @@ _FIELDS = dataclasses.fields(RequestRecord)
 _NAMES = frozenset(f.name for f in _FIELDS)
 
 
-class RecordWriter:
-    """Append record snapshots to a JSONL file; :meth:`sync` flushes and fsyncs the batch.
+def _ends_torn(path: Path) -> bool:
+    """True when ``path`` is not empty and its last byte is not a newline."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            if f.tell() == 0:
+                return False
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) != b"\n"
+    except FileNotFoundError:
+        return False
 
-    A batch is synced every ``batch`` records and whenever the driver calls :meth:`sync`
-    (once per poll interval), so a killed run loses at most the last unsynced batch.
+
+class RecordWriter:
+    """Append record snapshots to a JSONL file, one ``write`` and flush per record.
+
+    Each line reaches the OS as soon as it is written, so killing the process (even SIGKILL)
+    loses nothing written; :meth:`sync` fsyncs (against power loss) every ``batch`` records and
+    whenever the driver calls it (once per poll interval). A file whose last line was torn by an
+    earlier crash gets a newline first, so the torn line stays one unreadable line.
     """
 
     def __init__(self, path: str | Path, batch: int = 256):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        torn = _ends_torn(self.path)
         self._f: IO[str] | None = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+        if torn:
+            self._f.write("\n")
+            self._f.flush()
         self._batch = batch
         self._pending = 0
         self.written = 0
@@ -152,13 +174,14 @@ class RecordWriter:
         if self._f is None:
             raise ValueError("RecordWriter is closed")
         self._f.write(rec.to_json() + "\n")
+        self._f.flush()  # one write(2) per record: a kill cannot lose it
         self._pending += 1
         self.written += 1
         if self._pending >= self._batch:
             self.sync()
 
     def sync(self) -> None:
-        """Flush and fsync what was written since the last sync."""
+        """Fsync what was written since the last sync."""
         if self._f is None or not self._pending:
             return
         self._f.flush()
@@ -179,23 +202,51 @@ class RecordWriter:
         self.close()
 
 
-def read_records(path: str | Path) -> tuple[list[RequestRecord], int]:
-    """The last snapshot of every server in a ``requests.jsonl`` file, in first-seen order, and
-    the number of lines that could not be read (a line cut by a kill, say)."""
+@dataclass(frozen=True)
+class RecordsRead:
+    """What :func:`read_records_checked` found: the last snapshot of every server (first-seen
+    order), the number of lines that are not a record, and whether the last line was torn (no
+    final newline and not a record: the writer was killed mid-line)."""
+
+    records: list[RequestRecord]
+    bad_lines: int
+    torn_last_line: bool
+    lines: int
+
+
+def read_records_checked(path: str | Path) -> RecordsRead:
+    """Read a ``requests.jsonl`` file; never raises for its content (bad lines are counted).
+
+    Raises ``OSError`` when the file cannot be opened."""
     latest: dict[tuple[str, str, int], RequestRecord] = {}
-    bad = 0
+    bad = lines = 0
+    last_bad = False
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
+            lines += 1
+            ended = line.endswith("\n")
             line = line.strip()
             if not line:
                 continue
             try:
-                rec = RequestRecord.from_dict(json.loads(line))
+                d = json.loads(line)
+                if not isinstance(d, dict):
+                    raise TypeError("not an object")
+                rec = RequestRecord.from_dict(d)
             except (ValueError, TypeError):
                 bad += 1
+                last_bad = not ended
                 continue
+            last_bad = False
             latest[rec.key] = rec
-    return list(latest.values()), bad
+    return RecordsRead(list(latest.values()), bad, last_bad, lines)
+
+
+def read_records(path: str | Path) -> tuple[list[RequestRecord], int]:
+    """The last snapshot of every server in a ``requests.jsonl`` file, in first-seen order, and
+    the number of lines that could not be read (a line cut by a kill, say)."""
+    r = read_records_checked(path)
+    return r.records, r.bad_lines
 
 
 def to_frame(records: Iterable[RequestRecord]) -> pl.DataFrame:

@@ -131,12 +131,12 @@ def finalize_records(out: str | Path) -> int:
     """Rebuild the ``requests`` table from ``requests.jsonl`` (after a run was killed);
     returns the number of servers."""
     out = Path(out)
-    records, _bad = read_records(out / REQUESTS_JSONL)
+    records, bad = read_records(out / REQUESTS_JSONL)
     store = RunStore(out)
     store.write({"requests": to_frame(records)})
     run_info = store.manifest().get("run") or {}
     if run_info.get("state") == "running":
-        store.update_manifest(run={**run_info, "state": "killed",
+        store.update_manifest(run={**run_info, "state": "killed", "jsonl_bad_lines": bad,
                                    "summary": summarize(records)})
     return len(records)
 
