@@ -23,7 +23,7 @@ import polars as pl
 
 from stacklens import __version__
 from stacklens.analyze.queries import CLIENT_QUERIES, QUERIES
-from stacklens.analyze.templates import TemplateMiner
+from stacklens.analyze.templates import TemplateMiner, error_text
 from stacklens.store import RunStore
 
 __all__ = ["REPORT_FORMAT_VERSION", "analyze", "mine_error_templates"]
@@ -60,9 +60,10 @@ def mine_error_templates(events: pl.DataFrame, traces: pl.DataFrame) -> dict[str
     (``trace_id``, ``template_id``, ``template``: the template of each failed trace's first
     error)."""
     miner = TemplateMiner()
-    errs = events.filter(pl.col("level").is_in(["ERROR", "CRITICAL"])).get_column("message")
-    for m in errs.drop_nulls().to_list():
-        miner.add(m)
+    errs = events.filter(pl.col("level").is_in(["ERROR", "CRITICAL"])).select("message", "continuation")
+    for m, c in errs.iter_rows():
+        if m is not None:
+            miner.add(error_text(m, c))
     tpl = pl.DataFrame(
         miner.templates(), schema=["template_id", "template", "n_events"], orient="row"
     )

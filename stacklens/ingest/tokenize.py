@@ -59,6 +59,9 @@ MAX_RAW_CHARS = 4_096
 #: The native tokenizer splits a batch into tasks of about this many bytes (one per thread at a
 #: time; large files are cut at record headers).
 _NATIVE_TASK_BYTES = 4 << 20
+#: Years a timestamp may have: every instant of them fits ``datetime[ns]`` (1677-09-21 ..
+#: 2262-04-11); other years make the timestamp unreadable (``bad_timestamp``), never wrap.
+TS_YEARS = (1678, 2261)
 
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _REQ = "req-" + _UUID
@@ -164,8 +167,81 @@ def _trace_rx(fmt: LineFormat) -> str:
     return r"^\S+ \S+ (?:\d+ )?TRACE " if fmt.name == "oslo" else r" \d+ TRACE [\w.]+ "
 
 
+# Modern tracebacks (oslo.log >= 1.2.0, Kilo; commit 27f7fe5 "Change misleading TRACE to ERROR"):
+# ``ContextFormatter.formatException`` writes every line of ``traceback.print_exception`` output
+# after ``logging_exception_prefix`` (default ``%(asctime)s.%(msecs)03d %(process)d ERROR
+# %(name)s %(instance)s``; deployments may add the request context; devstack under systemd uses
+# ``ERROR %(name)s %(instance)s``), rendered once per record: one asctime, pid and logger for all
+# lines, level always ERROR, and the last line is the bare prefix (the output ends with "\n").
+# ``_TB_LINE`` cuts a header candidate into the record key (everything before the level except
+# a syslog date, which journald stamps per line) + level + logger + the rest.
+_TB_LINE = {
+    "oslo": r"^(?P<k>\S+ \S+ (?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
+    "oslo_prefixed": r"^(?P<k>\S+ \S+ \S+ (?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
+    "oslo_merged": r"^(?P<k>\S+ \S+ \[[^\]]+\] (?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
+    "syslog": r"^[A-Z][a-z]{2} +\d+ \S+ (?P<k>\S+ [^\s:\[]+(?:\[\d+\])?: "
+    r"(?:\d{4}-\d{2}-\d{2} \S+ )?(?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
+}
+_TB_TAGS = r"^ ?(?:\[[^\]]*\] ?)*"  # request context / [instance: X] of the prefix
+_TB_START = _TB_TAGS + r"(?:\s*\+ Exception Group )?Traceback \(most recent call last\):\s*$"
+_TB_CHAIN = _TB_TAGS + (
+    r"(?:During handling of the above exception, another exception occurred:"
+    r"|The above exception was the direct cause of the following exception:)\s*$"
+)
+_TB_BLANK = _TB_TAGS + r"\s*$"
+
+
+def _tb_patterns(fmt: LineFormat) -> dict[str, str]:
+    return {"tb_line": _TB_LINE[fmt.name], "tb_start": _TB_START, "tb_chain": _TB_CHAIN,
+            "tb_blank": _TB_BLANK}
+
+
+def _traceback_lines(cand: pl.DataFrame, fmt: LineFormat) -> pl.Series:
+    """Which header candidates are lines of a modern traceback (continuations of the record).
+
+    ``cand``: the header candidates of a batch in file and line order (columns ``raw``,
+    ``fidx``). A candidate *links* to the one before it when both are in the same file, it has
+    level ``ERROR`` and the same key (timestamp, pid, logger, wrapper prefix). Within a run of
+    linked lines, a traceback block opens at ``Traceback (most recent call last):`` and closes
+    after a bare-prefix line (the end of ``print_exception`` output) that is not followed by a
+    chain line (``During handling ...`` / ``The above exception ...``). Lines in an open block
+    are continuations; anything else stays a record, so a genuine next record is never swallowed
+    unless it repeats the same millisecond, pid and logger inside an unterminated traceback.
+    Returns a Boolean Series aligned with ``cand``. The native tokenizer runs the same rule as a
+    state machine (``native/src/tok.rs``)."""
+    g = cand.select(
+        "fidx", pl.col("raw").str.extract_groups(_TB_LINE[fmt.name]).alias("g")
+    ).unnest("g")
+    key = pl.col("k") + " " + pl.col("lg")
+    rest = pl.col("rest")
+    pos = pl.int_range(pl.len(), dtype=pl.Int64)
+    link = (
+        (key == key.shift(1)) & (pl.col("fidx") == pl.col("fidx").shift(1)) & (pl.col("lvl") == "ERROR")
+    ).fill_null(False)
+    g = g.with_columns(
+        link=link,
+        start=link & rest.str.contains(_TB_START).fill_null(False),
+        chain=link & rest.str.contains(_TB_CHAIN).fill_null(False),
+        blank=link & rest.str.contains(_TB_BLANK).fill_null(False),
+        pos=pos,
+    ).with_columns(
+        run=(~pl.col("link")).cum_sum(),
+        end=pl.col("blank") & ~pl.col("chain").shift(-1).fill_null(False),
+    )
+    g = g.with_columns(
+        s_pos=pl.when("start").then("pos").forward_fill().over("run"),
+        e_prev=pl.when("end").then("pos").forward_fill().shift(1).over("run"),
+    )
+    return g.select(
+        pl.col("link")
+        & pl.col("s_pos").is_not_null()
+        & (pl.col("e_prev").is_null() | (pl.col("e_prev") < pl.col("s_pos")))
+    ).to_series()
+
+
 def _timestamp(fmt: LineFormat) -> pl.Expr:
-    """``ts_text`` (``YYYY-MM-DD HH:MM:SS[.,]fff[fff]``) -> ns since epoch, UTC as assumed.
+    """``ts_text`` (``YYYY-MM-DD HH:MM:SS[.,]fff[fff]``) -> ns since epoch, UTC as assumed;
+    null (unreadable) when malformed or its year is outside :data:`TS_YEARS`.
 
     The whole seconds are parsed with a cache (lines share their second) and the fraction is
     added as an integer, which is several times cheaper than parsing every full timestamp."""
@@ -178,13 +254,15 @@ def _timestamp(fmt: LineFormat) -> pl.Expr:
         frac.cast(pl.Int64, strict=False)
         * pl.lit(10, dtype=pl.Int64).pow(9 - frac.str.len_bytes().cast(pl.Int64))
     ).otherwise(0)
-    well_formed = t.str.len_bytes().is_between(19, 29) & (
-        (t.str.len_bytes() == 19) | t.str.slice(19, 1).is_in([".", ","])
+    well_formed = (
+        t.str.len_bytes().is_between(19, 29)
+        & ((t.str.len_bytes() == 19) | t.str.slice(19, 1).is_in([".", ","]))
+        & t.str.slice(0, 4).cast(pl.Int32, strict=False).is_between(*TS_YEARS)
     )
     oslo = pl.when(well_formed).then(sec.cast(pl.Int64) + frac_ns)
     if fmt.name != "syslog":
         return oslo
-    sysd = (
+    sysd = pl.when(pl.col("_year").is_between(*TS_YEARS)).then(
         (pl.col("_year").cast(pl.String) + " " + pl.col("sysdate").str.replace(r"  +", " "))
         .str.strptime(pl.Datetime("ns"), "%Y %b %d %H:%M:%S%.f", strict=False)
         .cast(pl.Int64)
@@ -359,6 +437,7 @@ def _native_patterns(fmt: LineFormat) -> dict[str, str]:
         "redact_cheap": _CHEAP,
         "redact_secret": _SECRET,
         "redact_replacement": _REPLACEMENT,
+        **_tb_patterns(fmt),
     }
     if fmt.name == "oslo_prefixed":
         p |= {"prog": _PFX_PROG, "core": _PFX_CORE}
@@ -434,7 +513,15 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
         long=raw.str.len_bytes() > MAX_LINE_CHARS,
         lossy=raw.str.contains("\ufffd", literal=True),
         is_header=(raw.str.contains(header_rx) & ~raw.str.contains(trace_rx)).fill_null(False),
-    ).with_columns(
+    )
+    cand_idx = df.get_column("is_header").arg_true()
+    if cand_idx.len():
+        tb = _traceback_lines(df[cand_idx].select("raw", "fidx"), fmt)
+        if tb.any():
+            df = df.with_columns(
+                is_header=df.get_column("is_header").scatter(cand_idx.filter(tb), False)
+            )
+    df = df.with_columns(
         # a record never continues across files: each file's first line opens a segment
         rec=(pl.col("is_header") | (pl.col("line_no") == 1)).cast(pl.Int64).cum_sum(),
         seg_head=pl.when(pl.col("is_header") | (pl.col("line_no") == 1))
