@@ -63,6 +63,8 @@ pub struct Rx {
     spid: Option<Regex>,
     oslo_date: Option<Regex>,
     placeholder: String,
+    /// os-log-merger entries of other programs (`tokenize._MRG_OTHER`)
+    other: Option<Regex>,
     tb_line: Regex,
     tb_start: Regex,
     tb_chain: Regex,
@@ -137,6 +139,7 @@ impl Rx {
             spid: opt_rx(p, "spid")?,
             oslo_date: opt_rx(p, "oslo_date")?,
             placeholder: s("placeholder"),
+            other: opt_rx(p, "other")?,
             tb_line: rx(p, "tb_line")?,
             tb_start: rx(p, "tb_start")?,
             tb_chain: rx(p, "tb_chain")?,
@@ -532,7 +535,7 @@ pub struct Quarantine {
     pub raw: StrCol,
 }
 
-pub const REASONS: [&str; 3] = ["binary", "before_first_record", "bad_timestamp"];
+pub const REASONS: [&str; 4] = ["binary", "before_first_record", "bad_timestamp", "merged_other"];
 
 impl Quarantine {
     fn push(&mut self, fidx: u32, line_no: i64, reason: u8, raw: &str) {
@@ -578,6 +581,8 @@ enum Cur {
     None,
     Good { start: usize, n_cont: u32 },
     Bad,
+    /// an os-log-merger entry of another program and its extra lines
+    Foreign,
 }
 
 struct Piece<'a> {
@@ -899,6 +904,17 @@ impl Rx {
                 continue;
             }
             let binary = has_binary(s.as_bytes());
+            // an os-log-merger entry of another program (not an old TRACE line)
+            let foreign = self.other.as_ref().is_some_and(|o| o.is_match(s)) && !self.trace.is_match(s);
+            if foreign {
+                self.finish(&mut cur, &mut out.ev);
+                cur = Cur::Foreign;
+            }
+            if foreign || matches!(cur, Cur::Foreign) {
+                let raw = self.redact(trunc_chars(s, self.max_raw));
+                out.q_body.push(p.fidx, line_no, if binary { 0 } else { 3 }, &raw);
+                continue;
+            }
             if binary || !seg_head {
                 let raw = self.redact(trunc_chars(s, self.max_raw));
                 out.q_body.push(p.fidx, line_no, if binary { 0 } else { 1 }, &raw);
@@ -917,7 +933,7 @@ impl Rx {
                     let raw = self.redact(trunc_chars(s, self.max_raw));
                     out.q_bad_line.push(p.fidx, line_no, 2, &raw);
                 }
-                Cur::None => unreachable!("a segment head always opens a record"),
+                Cur::None | Cur::Foreign => unreachable!("a segment head always opens a record"),
             }
         }
         self.finish(&mut cur, &mut out.ev);

@@ -78,6 +78,18 @@ _SYS_HOST = r"^[A-Z][a-z]{2} +\d+ \S+ (\S+) "
 _SYS_PROG = r"^[A-Z][a-z]{2} +\d+ \S+ \S+ ([^\s:\[]+)"
 _SYS_SPID = r"^[A-Z][a-z]{2} +\d+ \S+ \S+ [^\s:\[]+\[(\d+)\]"
 _SYS_PLACEHOLDER = "0000-00-00 00:00:00 "
+# os-log-merger (oslogmerger/oslogmerger.py, LogEntry.__str__: '%s [%s] %s' % (dt_str, alias,
+# data)) writes every entry of every merged file as "<its own timestamp text> [ALIAS] <data>":
+# oslo files' "2016-02-01 10:22:59.239", syslog "Oct 15 14:11:19[.525234]", libvirt
+# "2017-09-18 18:08:49.163+0000", qemu "2017-09-18T18:08:49.216429Z", raw syslog
+# "2017-04-03T21:48:21.781459-03:30", kernel-style "[275514.814982]"; older releases wrote
+# strftime('%Y-%m-%d %H:%M:%S.%f'). An entry that is neither an oslo header nor an old TRACE line
+# is another program's (ping, tcpdump, syslog neighbours): it and its padded extra lines (40
+# spaces, EXTRALINES_PADDING) are kept apart, in quarantine as ``merged_other``.
+_MRG_OTHER = (
+    r"^(?:\d{4}-\d{2}-\d{2}[ T]\S+|[A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2}(?:\.\d+)?"
+    r"|\[ *\d+(?:\.\d+)?\]) \[[^\]]+\] "
+)
 
 
 @dataclass(frozen=True)
@@ -159,11 +171,15 @@ def _prefix(fmt: LineFormat, raw: pl.Expr) -> dict[str, pl.Expr]:
             .then(rest)
             .otherwise(pl.lit(_SYS_PLACEHOLDER) + rest),
         }
+    if fmt.name == "oslo_nots":  # a placeholder date so one parser serves; ts_ns stays null
+        return {"core": pl.lit(_SYS_PLACEHOLDER) + raw}
     return {"core": raw}
 
 
 def _trace_rx(fmt: LineFormat) -> str:
     """Old releases' ``TRACE`` lines look like headers but continue the record above."""
+    if fmt.name == "oslo_nots":
+        return r"^(?:\d+ )?TRACE "
     return r"^\S+ \S+ (?:\d+ )?TRACE " if fmt.name == "oslo" else r" \d+ TRACE [\w.]+ "
 
 
@@ -179,6 +195,7 @@ _TB_LINE = {
     "oslo": r"^(?P<k>\S+ \S+ (?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
     "oslo_prefixed": r"^(?P<k>\S+ \S+ \S+ (?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
     "oslo_merged": r"^(?P<k>\S+ \S+ \[[^\]]+\] (?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
+    "oslo_nots": r"^(?P<k>(?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
     "syslog": r"^[A-Z][a-z]{2} +\d+ \S+ (?P<k>\S+ [^\s:\[]+(?:\[\d+\])?: "
     r"(?:\d{4}-\d{2}-\d{2} \S+ )?(?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
 }
@@ -260,6 +277,8 @@ def _timestamp(fmt: LineFormat) -> pl.Expr:
         & t.str.slice(0, 4).cast(pl.Int32, strict=False).is_between(*TS_YEARS)
     )
     oslo = pl.when(well_formed).then(sec.cast(pl.Int64) + frac_ns)
+    if fmt.name == "oslo_nots":
+        return pl.lit(None, dtype=pl.Int64)
     if fmt.name != "syslog":
         return oslo
     sysd = pl.when(pl.col("_year").is_between(*TS_YEARS)).then(
@@ -389,6 +408,16 @@ _LINE_STATS = {
 }
 
 
+_NOTS_DETAIL = (
+    "records without timestamps: kept in file order (line_no) with no time (ts_ns null); "
+    "they group by request id but give no durations or cross-host order"
+)
+_Q_DETAIL = {
+    "merged_other": "lines of other programs merged in by os-log-merger (not oslo records), "
+    "kept in the quarantine table",
+}
+
+
 def _quarantine_table(q: pl.DataFrame, meta: pl.DataFrame, stats: list) -> pl.DataFrame:
     """``(fidx, line_no, raw, reason)`` rows -> the quarantine table; counts go to ``stats``."""
     quarantine = q.join(meta.select("fidx", "file"), on="fidx", maintain_order="left").select(
@@ -397,8 +426,9 @@ def _quarantine_table(q: pl.DataFrame, meta: pl.DataFrame, stats: list) -> pl.Da
     for f, reason, n_q in (
         quarantine.group_by("file", "reason", maintain_order=True).len().iter_rows()
     ):
-        severity = "info" if reason == "before_first_record" else "error"
-        stats.append((f, reason, severity, n_q, "lines kept in the quarantine table"))
+        severity = "info" if reason in ("before_first_record", "merged_other") else "error"
+        detail = _Q_DETAIL.get(reason, "lines kept in the quarantine table")
+        stats.append((f, reason, severity, n_q, detail))
     return quarantine
 
 
@@ -442,7 +472,8 @@ def _native_patterns(fmt: LineFormat) -> dict[str, str]:
     if fmt.name == "oslo_prefixed":
         p |= {"prog": _PFX_PROG, "core": _PFX_CORE}
     elif fmt.name == "oslo_merged":
-        p |= {"alias": _MRG_ALIAS, "core": _MRG_CORE, "core_rep": _MRG_CORE_REP}
+        p |= {"alias": _MRG_ALIAS, "core": _MRG_CORE, "core_rep": _MRG_CORE_REP,
+              "other": _MRG_OTHER}
     elif fmt.name == "syslog":
         p |= {
             "sysdate": _SYS_DATE,
@@ -460,6 +491,8 @@ def _tokenize_native(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
     """:func:`tokenize_batch` on the native tokenizer; None where it does not apply (syslog
     years it does not parse like Polars), then the Polars path runs."""
     if fmt.name == "syslog" and not all(1000 <= c.year <= 9999 for c in chunks):
+        return None
+    if fmt.name == "oslo_nots":  # rare; the native tokenizer has no untimed records
         return None
     stats = _control_chars(chunks)
     files = [c.file for c in chunks]
@@ -521,12 +554,19 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
             df = df.with_columns(
                 is_header=df.get_column("is_header").scatter(cand_idx.filter(tb), False)
             )
-    df = df.with_columns(
-        # a record never continues across files: each file's first line opens a segment
-        rec=(pl.col("is_header") | (pl.col("line_no") == 1)).cast(pl.Int64).cum_sum(),
-        seg_head=pl.when(pl.col("is_header") | (pl.col("line_no") == 1))
-        .then(pl.col("is_header"))
-        .forward_fill(),
+    foreign = pl.lit(False)
+    if fmt.name == "oslo_merged":
+        # old releases' TRACE lines are full oslo lines too: they stay continuations
+        foreign = (
+            ~pl.col("is_header") & raw.str.contains(_MRG_OTHER) & ~raw.str.contains(trace_rx)
+        ).fill_null(False)
+    opens = pl.col("is_header") | pl.col("foreign") | (pl.col("line_no") == 1)
+    df = df.with_columns(foreign=foreign).with_columns(
+        # a record never continues across files: each file's first line opens a segment;
+        # a foreign line (os-log-merger entry of another program) opens a foreign segment
+        rec=opens.cast(pl.Int64).cum_sum(),
+        seg_head=pl.when(opens).then(pl.col("is_header")).forward_fill(),
+        seg_foreign=pl.when(opens).then(pl.col("foreign")).forward_fill(),
     )
     per_file = (
         df.group_by("fidx")
@@ -557,6 +597,8 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
         *q_cols,
         pl.when(pl.col("binary"))
         .then(pl.lit("binary"))
+        .when(pl.col("seg_foreign"))
+        .then(pl.lit("merged_other"))
         .otherwise(pl.lit("before_first_record"))
         .alias("reason"),
     )
@@ -608,7 +650,10 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
         .with_columns(**_context(), ts_ns=_timestamp(fmt))
         .collect()
     )
-    bad_ts = heads.filter(pl.col("ts_ns").is_null())
+    if fmt.name == "oslo_nots":
+        for fidx, n_nots in heads.group_by("fidx").len().sort("fidx").iter_rows():
+            stats.append((files[fidx], "no_timestamp", "info", n_nots, _NOTS_DETAIL))
+    bad_ts = heads.filter(pl.col("ts_ns").is_null() & (fmt.name != "oslo_nots"))
     if bad_ts.height:
         heads = heads.filter(pl.col("ts_ns").is_not_null())
         # the unreadable record goes to quarantine whole: its header and its continuation lines
