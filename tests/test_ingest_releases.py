@@ -184,3 +184,38 @@ def test_extreme_timestamp_fields(y, mo, d, h, mi, s, frac):
     if res.events.height:
         res.events.get_column("ts_ns").cast(pl.Datetime("ns")).dt.year()  # no overflow
         assert 1678 <= res.events.get_column("ts_ns").cast(pl.Datetime("ns")).dt.year()[0] <= 2261
+
+
+def test_analyze_end_to_end_untimed_and_trivial_errors(tmp_path):
+    """The whole pipeline (CLI) on one untimed file and one timed file whose failure is a
+    LOG.exception('') with a modern traceback: no crash on null times, the untimed records are
+    said in the ingest stats, and the failure's template is the exception line."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    logs = tmp_path / "ctl"
+    logs.mkdir()
+    r1, r2 = R.split()[0], R2.split()[0]
+    (logs / "nova-api.log").write_text(
+        f'INFO nova.osapi_compute.wsgi.server [{R}] 10.0.0.1 "POST /v2.1/servers HTTP/1.1" '
+        "status: 202 len: 10 time: 0.5\n"
+        f"INFO nova.compute.manager [{R}] [instance: {U}] Took 5.00 seconds to build instance.\n"
+    )
+    lines = record("2025-03-01 10:00:00.100", 7, "INFO", "nova.osapi_compute.wsgi.server",
+                   '10.0.0.1 "GET /v2.1/servers HTTP/1.1" status: 200 len: 10 time: 0.1', ctx=R2)
+    lines += record("2025-03-01 10:00:00.200", 7, "ERROR", "nova.api.openstack.wsgi", "", ctx=R2,
+                    exc="plain")
+    (logs / "nova-compute.log").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "run"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.run([sys.executable, "-m", "stacklens", "analyze", str(logs), "--out", str(out)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rep = json.loads((out / "report.json").read_text())
+    kinds = {s["kind"]: s["count"] for s in rep["ingest"]["stats"]}
+    assert kinds["no_timestamp"] == 2
+    errs = {e["example_request_id"]: e["template"] for e in rep["errors"]}
+    assert errs[r2].startswith("RuntimeError: Timed out waiting")
+    assert r1 != r2
