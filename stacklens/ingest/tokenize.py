@@ -8,12 +8,17 @@ All per-line work runs as Polars expressions (Rust ``regex``, no Python loop per
 that need capture groups are kept simple and anchored (the capture engine is the slow part);
 header recognition uses one capture-free pattern, which runs as a DFA.
 
-Record assembly: a physical line is a *header* when it matches the file's format (and its level
-is not ``TRACE``: old releases prefix traceback lines like records). Every following non-header
-line is a *continuation* of the record above it (tracebacks, multi-line headers), except:
-lines before the first header (``before_first_record``: shell-trace preambles of devstack screen
-logs are counted as ``shell_trace``), devstack shell-trace lines between records, and lines with
-binary bytes, which are quarantined with file and line number.
+Record assembly: a physical line is a *header* when it matches the file's format, its level is
+not ``TRACE`` (old releases prefix traceback lines like records) and it is not a line of a modern
+traceback (oslo.log >= 1.2.0 prefixes them with ``ERROR`` and the record's own timestamp, pid and
+logger: :func:`~stacklens.ingest.assembly.traceback_lines`). Every following non-header line is
+a *continuation* of the record above it (tracebacks, multi-line headers), except: lines before
+the first header (``before_first_record``: shell-trace preambles of devstack screen logs are
+counted as ``shell_trace``), devstack shell-trace lines between records, lines with binary bytes,
+and in os-log-merger output the entries of other programs and their extra lines
+(``merged_other``), which are quarantined with file and line number. Timestamps whose year is
+outside :data:`TS_YEARS` are unreadable (``bad_timestamp``); files without timestamps (format
+``oslo_nots``) give records with ``ts_ns`` null in file order, counted as ``no_timestamp``.
 
 Native path: when the optional extension ``stacklens_native`` (Rust, ``native/`` in the repository)
 is installed, :func:`tokenize_batch` runs the per-line work there (line splitting, header check,
@@ -34,6 +39,9 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from stacklens.ingest.assembly import MRG_OTHER as _MRG_OTHER
+from stacklens.ingest.assembly import tb_patterns as _tb_patterns
+from stacklens.ingest.assembly import traceback_lines as _traceback_lines
 from stacklens.ingest.formats import LineFormat
 from stacklens.ingest.names import MERGER_ALIASES, service_from_name
 from stacklens.ingest.redact import _CHEAP, _REPLACEMENT, _SECRET, redact, redact_columns
@@ -78,18 +86,7 @@ _SYS_HOST = r"^[A-Z][a-z]{2} +\d+ \S+ (\S+) "
 _SYS_PROG = r"^[A-Z][a-z]{2} +\d+ \S+ \S+ ([^\s:\[]+)"
 _SYS_SPID = r"^[A-Z][a-z]{2} +\d+ \S+ \S+ [^\s:\[]+\[(\d+)\]"
 _SYS_PLACEHOLDER = "0000-00-00 00:00:00 "
-# os-log-merger (oslogmerger/oslogmerger.py, LogEntry.__str__: '%s [%s] %s' % (dt_str, alias,
-# data)) writes every entry of every merged file as "<its own timestamp text> [ALIAS] <data>":
-# oslo files' "2016-02-01 10:22:59.239", syslog "Oct 15 14:11:19[.525234]", libvirt
-# "2017-09-18 18:08:49.163+0000", qemu "2017-09-18T18:08:49.216429Z", raw syslog
-# "2017-04-03T21:48:21.781459-03:30", kernel-style "[275514.814982]"; older releases wrote
-# strftime('%Y-%m-%d %H:%M:%S.%f'). An entry that is neither an oslo header nor an old TRACE line
-# is another program's (ping, tcpdump, syslog neighbours): it and its padded extra lines (40
-# spaces, EXTRALINES_PADDING) are kept apart, in quarantine as ``merged_other``.
-_MRG_OTHER = (
-    r"^(?:\d{4}-\d{2}-\d{2}[ T]\S+|[A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2}(?:\.\d+)?"
-    r"|\[ *\d+(?:\.\d+)?\]) \[[^\]]+\] "
-)
+
 
 
 @dataclass(frozen=True)
@@ -181,79 +178,6 @@ def _trace_rx(fmt: LineFormat) -> str:
     if fmt.name == "oslo_nots":
         return r"^(?:\d+ )?TRACE "
     return r"^\S+ \S+ (?:\d+ )?TRACE " if fmt.name == "oslo" else r" \d+ TRACE [\w.]+ "
-
-
-# Modern tracebacks (oslo.log >= 1.2.0, Kilo; commit 27f7fe5 "Change misleading TRACE to ERROR"):
-# ``ContextFormatter.formatException`` writes every line of ``traceback.print_exception`` output
-# after ``logging_exception_prefix`` (default ``%(asctime)s.%(msecs)03d %(process)d ERROR
-# %(name)s %(instance)s``; deployments may add the request context; devstack under systemd uses
-# ``ERROR %(name)s %(instance)s``), rendered once per record: one asctime, pid and logger for all
-# lines, level always ERROR, and the last line is the bare prefix (the output ends with "\n").
-# ``_TB_LINE`` cuts a header candidate into the record key (everything before the level except
-# a syslog date, which journald stamps per line) + level + logger + the rest.
-_TB_LINE = {
-    "oslo": r"^(?P<k>\S+ \S+ (?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
-    "oslo_prefixed": r"^(?P<k>\S+ \S+ \S+ (?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
-    "oslo_merged": r"^(?P<k>\S+ \S+ \[[^\]]+\] (?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
-    "oslo_nots": r"^(?P<k>(?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
-    "syslog": r"^[A-Z][a-z]{2} +\d+ \S+ (?P<k>\S+ [^\s:\[]+(?:\[\d+\])?: "
-    r"(?:\d{4}-\d{2}-\d{2} \S+ )?(?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
-}
-_TB_TAGS = r"^ ?(?:\[[^\]]*\] ?)*"  # request context / [instance: X] of the prefix
-_TB_START = _TB_TAGS + r"(?:\s*\+ Exception Group )?Traceback \(most recent call last\):\s*$"
-_TB_CHAIN = _TB_TAGS + (
-    r"(?:During handling of the above exception, another exception occurred:"
-    r"|The above exception was the direct cause of the following exception:)\s*$"
-)
-_TB_BLANK = _TB_TAGS + r"\s*$"
-
-
-def _tb_patterns(fmt: LineFormat) -> dict[str, str]:
-    return {"tb_line": _TB_LINE[fmt.name], "tb_start": _TB_START, "tb_chain": _TB_CHAIN,
-            "tb_blank": _TB_BLANK}
-
-
-def _traceback_lines(cand: pl.DataFrame, fmt: LineFormat) -> pl.Series:
-    """Which header candidates are lines of a modern traceback (continuations of the record).
-
-    ``cand``: the header candidates of a batch in file and line order (columns ``raw``,
-    ``fidx``). A candidate *links* to the one before it when both are in the same file, it has
-    level ``ERROR`` and the same key (timestamp, pid, logger, wrapper prefix). Within a run of
-    linked lines, a traceback block opens at ``Traceback (most recent call last):`` and closes
-    after a bare-prefix line (the end of ``print_exception`` output) that is not followed by a
-    chain line (``During handling ...`` / ``The above exception ...``). Lines in an open block
-    are continuations; anything else stays a record, so a genuine next record is never swallowed
-    unless it repeats the same millisecond, pid and logger inside an unterminated traceback.
-    Returns a Boolean Series aligned with ``cand``. The native tokenizer runs the same rule as a
-    state machine (``native/src/tok.rs``)."""
-    g = cand.select(
-        "fidx", pl.col("raw").str.extract_groups(_TB_LINE[fmt.name]).alias("g")
-    ).unnest("g")
-    key = pl.col("k") + " " + pl.col("lg")
-    rest = pl.col("rest")
-    pos = pl.int_range(pl.len(), dtype=pl.Int64)
-    link = (
-        (key == key.shift(1)) & (pl.col("fidx") == pl.col("fidx").shift(1)) & (pl.col("lvl") == "ERROR")
-    ).fill_null(False)
-    g = g.with_columns(
-        link=link,
-        start=link & rest.str.contains(_TB_START).fill_null(False),
-        chain=link & rest.str.contains(_TB_CHAIN).fill_null(False),
-        blank=link & rest.str.contains(_TB_BLANK).fill_null(False),
-        pos=pos,
-    ).with_columns(
-        run=(~pl.col("link")).cum_sum(),
-        end=pl.col("blank") & ~pl.col("chain").shift(-1).fill_null(False),
-    )
-    g = g.with_columns(
-        s_pos=pl.when("start").then("pos").forward_fill().over("run"),
-        e_prev=pl.when("end").then("pos").forward_fill().shift(1).over("run"),
-    )
-    return g.select(
-        pl.col("link")
-        & pl.col("s_pos").is_not_null()
-        & (pl.col("e_prev").is_null() | (pl.col("e_prev") < pl.col("s_pos")))
-    ).to_series()
 
 
 def _timestamp(fmt: LineFormat) -> pl.Expr:
