@@ -71,8 +71,11 @@ def traceback_lines(cand: pl.DataFrame, fmt: LineFormat) -> pl.Series:
     unless it repeats the same millisecond, pid and logger inside an unterminated traceback.
     Returns a Boolean Series aligned with ``cand``. The native tokenizer runs the same rule as a
     state machine (``native/src/tok.rs``)."""
+    # only ERROR lines link, to the line before them: cut only those (the capture is slow)
+    err = pl.col("raw").str.contains(" ERROR ", literal=True).fill_null(False)
+    need = err | err.shift(-1).fill_null(False)
     g = cand.select(
-        "fidx", pl.col("raw").str.extract_groups(_TB_LINE[fmt.name]).alias("g")
+        "fidx", pl.when(need).then(pl.col("raw")).str.extract_groups(_TB_LINE[fmt.name]).alias("g")
     ).unnest("g")
     key = pl.col("k") + " " + pl.col("lg")
     rest = pl.col("rest")
