@@ -289,3 +289,54 @@ def test_env_switch(monkeypatch):
     data = "".join(random.Random(1).choice(string.ascii_letters) for _ in range(10)).encode()
     res = tokenize_batch(chunks_of([b"2016-06-28 13:56:12 1 INFO a [-] m\n" + data]), FMT["oslo"])
     assert res.events.schema["pid"] == pl.Int32 and res.events.height == 1
+
+
+# --- record assembly of issue 7 (modern tracebacks, os-log-merger neighbours, time range) -----
+
+
+def _tb_file(r: random.Random, fmt: str, n: int) -> bytes:
+    """Records with modern / TRACE / context-prefixed tracebacks (synth_oslo, from oslo.log's
+    formatException), same-millisecond genuine records, merged neighbours, garbage between."""
+    from synth_oslo import record
+
+    out: list[str] = []
+    for i in range(n):
+        ts = f"2025-03-01 10:00:{r.randint(0, 2):02d}.{r.choice([100, 200]):03d}"
+        lines = record(ts, r.choice([7, 8]), r.choice(["ERROR", "ERROR", "WARNING", "INFO"]),
+                       r.choice(["nova.a", "nova.b"]), r.choice(["", "failed", "x " * 3]),
+                       ctx=r.choice(["-", f"{R} u p"]), instance=r.choice(["", U]),
+                       exc=r.choice([None, "plain", "chain"]),
+                       prefix=r.choice(["modern", "ctx", "trace"]))
+        if r.random() < 0.2:  # cut a traceback short
+            lines = lines[: r.randint(1, len(lines))]
+        if fmt == "oslo_merged":
+            alias = r.choice(["NAPI", "NCPU"])
+            lines = [ln[:23] + f" [{alias}]" + ln[23:] for ln in lines]
+            if r.random() < 0.3:
+                lines.append(r.choice([
+                    f"{ts} [ping] 64 bytes from 10.0.0.{i}: icmp_seq={i}",
+                    "Oct 11 08:00:50 [messages] ctl1 kernel: tap0 up",
+                    " " * 40 + "padded extra line",
+                ]))
+        elif fmt == "oslo_prefixed":
+            lines = ["nova-api.log.1 " + ln for ln in lines]
+        if r.random() < 0.1:
+            lines.append(r.choice(_GARBAGE).decode("utf-8", "replace"))
+        out += lines
+    return ("\n".join(out) + "\n").encode()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**32 - 1), fmt=st.sampled_from(["oslo", "oslo_merged", "oslo_prefixed"]),
+       sizes=st.lists(st.integers(0, 30), min_size=1, max_size=3))
+def test_tracebacks_and_neighbours(seed, fmt, sizes):
+    r = random.Random(seed)
+    assert_same(chunks_of([_tb_file(r, fmt, n) for n in sizes]), fmt)
+
+
+def test_tracebacks_across_task_cuts(monkeypatch):
+    """Native tasks never start inside a traceback: tiny tasks give the same tables."""
+    monkeypatch.setattr(tok, "_NATIVE_TASK_BYTES", 512)
+    r = random.Random(11)
+    for fmt in ("oslo", "oslo_merged"):
+        assert_same(chunks_of([_tb_file(r, fmt, 200), _tb_file(r, fmt, 50)]), fmt)

@@ -63,6 +63,12 @@ pub struct Rx {
     spid: Option<Regex>,
     oslo_date: Option<Regex>,
     placeholder: String,
+    /// os-log-merger entries of other programs (`tokenize._MRG_OTHER`)
+    other: Option<Regex>,
+    tb_line: Regex,
+    tb_start: Regex,
+    tb_chain: Regex,
+    tb_blank: Regex,
     max_line: usize,
     max_raw: usize,
 }
@@ -133,6 +139,11 @@ impl Rx {
             spid: opt_rx(p, "spid")?,
             oslo_date: opt_rx(p, "oslo_date")?,
             placeholder: s("placeholder"),
+            other: opt_rx(p, "other")?,
+            tb_line: rx(p, "tb_line")?,
+            tb_start: rx(p, "tb_start")?,
+            tb_chain: rx(p, "tb_chain")?,
+            tb_blank: rx(p, "tb_blank")?,
             max_line,
             max_raw,
         })
@@ -524,7 +535,7 @@ pub struct Quarantine {
     pub raw: StrCol,
 }
 
-pub const REASONS: [&str; 3] = ["binary", "before_first_record", "bad_timestamp"];
+pub const REASONS: [&str; 4] = ["binary", "before_first_record", "bad_timestamp", "merged_other"];
 
 impl Quarantine {
     fn push(&mut self, fidx: u32, line_no: i64, reason: u8, raw: &str) {
@@ -570,6 +581,8 @@ enum Cur {
     None,
     Good { start: usize, n_cont: u32 },
     Bad,
+    /// an os-log-merger entry of another program and its extra lines
+    Foreign,
 }
 
 struct Piece<'a> {
@@ -618,6 +631,20 @@ impl Rx {
         } else {
             self.has_pid.is_match(f)
         }
+    }
+
+    /// `(key, rest)` of a header candidate for the modern-traceback rule (`tokenize._TB_LINE`):
+    /// the key is the wrapper prefix, timestamp, pid and logger; None unless the level is ERROR
+    /// (only ERROR lines can link) or the pattern does not match.
+    fn tb_key<'s>(&self, s: &'s str, need_error: bool) -> Option<(String, &'s str, bool)> {
+        let c = self.tb_line.captures(s)?;
+        let lvl = c.name("lvl")?.as_str();
+        let is_err = lvl == "ERROR";
+        if need_error && !is_err {
+            return None;
+        }
+        let key = format!("{} {}", c.name("k")?.as_str(), c.name("lg")?.as_str());
+        Some((key, c.name("rest")?.as_str(), is_err))
     }
 
     /// Parse a header line (already cut to `max_line` chars) into `ev`; false (and nothing
@@ -779,7 +806,15 @@ impl Rx {
         let mut line_no: i64 = 0;
         let mut pos = 0;
         let mut scratch: Vec<u8> = Vec::new();
+        // modern-traceback state (`tokenize._traceback_lines` as a state machine): the previous
+        // header candidate (line range in `buf`), whether it was a linked bare-prefix line, and
+        // whether a traceback block is open
+        let mut prev_cand: Option<(usize, usize)> = None;
+        let mut prev_blank = false;
+        let mut tb_open = false;
+        let error_finder = memmem::Finder::new(b" ERROR ");
         while pos < buf.len() {
+            let line_start = pos;
             let (mut line, next) = match memchr(b'\n', &buf[pos..]) {
                 Some(i) => (&buf[pos..pos + i], pos + i + 1),
                 None => (&buf[pos..], buf.len()),
@@ -813,7 +848,43 @@ impl Rx {
             if has_fffd && fffd.find(s.as_bytes()).is_some() {
                 counts[2] += 1;
             }
-            if self.is_header(s) {
+            let mut cand = self.is_header(s);
+            if cand {
+                let this = (line_start, line_start + line.len());
+                let mut link = None;
+                if error_finder.find(s.as_bytes()).is_some() {
+                    if let Some((key, rest, _)) = self.tb_key(s, true) {
+                        if let Some((a, b)) = prev_cand {
+                            let pl = self.line_text(&buf[a..b], valid, has_1f);
+                            if let Some((pkey, _, _)) = self.tb_key(&pl, false) {
+                                if pkey == key {
+                                    link = Some(rest);
+                                }
+                            }
+                        }
+                    }
+                }
+                prev_cand = Some(this);
+                match link {
+                    None => {
+                        tb_open = false;
+                        prev_blank = false;
+                    }
+                    Some(rest) => {
+                        if prev_blank && !self.tb_chain.is_match(rest) {
+                            tb_open = false;
+                        }
+                        if self.tb_start.is_match(rest) {
+                            tb_open = true;
+                        }
+                        prev_blank = self.tb_blank.is_match(rest);
+                        if tb_open {
+                            cand = false;
+                        }
+                    }
+                }
+            }
+            if cand {
                 self.finish(&mut cur, &mut out.ev);
                 seg_head = true;
                 if self.head(trunc_chars(s, self.max_line), p.year, p.fidx, line_no, &mut out.ev) {
@@ -833,6 +904,17 @@ impl Rx {
                 continue;
             }
             let binary = has_binary(s.as_bytes());
+            // an os-log-merger entry of another program (not an old TRACE line)
+            let foreign = self.other.as_ref().is_some_and(|o| o.is_match(s)) && !self.trace.is_match(s);
+            if foreign {
+                self.finish(&mut cur, &mut out.ev);
+                cur = Cur::Foreign;
+            }
+            if foreign || matches!(cur, Cur::Foreign) {
+                let raw = self.redact(trunc_chars(s, self.max_raw));
+                out.q_body.push(p.fidx, line_no, if binary { 0 } else { 3 }, &raw);
+                continue;
+            }
             if binary || !seg_head {
                 let raw = self.redact(trunc_chars(s, self.max_raw));
                 out.q_body.push(p.fidx, line_no, if binary { 0 } else { 1 }, &raw);
@@ -851,7 +933,7 @@ impl Rx {
                     let raw = self.redact(trunc_chars(s, self.max_raw));
                     out.q_bad_line.push(p.fidx, line_no, 2, &raw);
                 }
-                Cur::None => unreachable!("a segment head always opens a record"),
+                Cur::None | Cur::Foreign => unreachable!("a segment head always opens a record"),
             }
         }
         self.finish(&mut cur, &mut out.ev);
@@ -867,6 +949,19 @@ impl Rx {
             counts,
             ends,
         });
+    }
+
+    /// A physical line (without '\n' / '\r') as text, as `run_piece` decodes it.
+    fn line_text<'a>(&self, line: &'a [u8], valid: bool, has_1f: bool) -> Cow<'a, str> {
+        if valid && !has_1f {
+            // SAFETY: the whole piece is valid UTF-8
+            Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(line) })
+        } else if has_1f && memchr(0x1f, line).is_some() {
+            let fixed: Vec<u8> = line.iter().map(|&c| if c == 0x1f { b'?' } else { c }).collect();
+            Cow::Owned(String::from_utf8_lossy(&fixed).into_owned())
+        } else {
+            String::from_utf8_lossy(line)
+        }
     }
 
     /// Does the line starting at `buf[0]` (up to '\n') open a record? (for piece boundaries)
@@ -899,7 +994,11 @@ impl Rx {
             let mut found = None;
             while ls < data.len() {
                 let end = memchr(b'\n', &data[ls..]).map_or(data.len(), |i| ls + i);
-                if self.line_is_header(&data[ls..end]) {
+                // a cut line must open a record whatever precedes it: not an ERROR line, which
+                // may continue a modern traceback
+                if self.line_is_header(&data[ls..end])
+                    && memmem::find(&data[ls..end], b" ERROR ").is_none()
+                {
                     found = Some(ls);
                     break;
                 }

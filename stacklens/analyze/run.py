@@ -24,7 +24,7 @@ import polars as pl
 
 from stacklens import __version__
 from stacklens.analyze.queries import CLIENT_QUERIES, QUERIES
-from stacklens.analyze.templates import TemplateMiner
+from stacklens.analyze.templates import TemplateMiner, error_text
 from stacklens.store import RunStore
 
 __all__ = ["REPORT_FORMAT_VERSION", "analyze", "mine_error_templates"]
@@ -61,14 +61,21 @@ def mine_error_templates(events: pl.DataFrame, traces: pl.DataFrame) -> dict[str
     (``trace_id``, ``template_id``, ``template``: the template of each failed trace's first
     error)."""
     miner = TemplateMiner()
-    errs = events.filter(pl.col("level").is_in(["ERROR", "CRITICAL"])).get_column("message")
-    for m in errs.drop_nulls().to_list():
-        miner.add(m)
+    errs = events.filter(pl.col("level").is_in(["ERROR", "CRITICAL"])).select("message", "continuation")
+    for m, c in errs.iter_rows():
+        if m is not None:
+            miner.add(error_text(m, c))
     tpl = pl.DataFrame(
         miner.templates(), schema=["template_id", "template", "n_events"], orient="row"
     )
-    failed = traces.filter(pl.col("error").is_not_null()).select("trace_id", "error")
-    ids = [miner.add(e) for e in failed.get_column("error").to_list()]
+    failed = traces.filter(pl.col("error").is_not_null()).select(
+        "trace_id", "error", "error_file", "error_line_no"
+    ).join(  # the first error's traceback, for messages that are only on the following lines
+        events.select(pl.col("file").alias("error_file"), pl.col("line_no").alias("error_line_no"),
+                      "continuation"),
+        on=["error_file", "error_line_no"], how="left", maintain_order="left",
+    )
+    ids = [miner.add(error_text(e, c)) for e, c in failed.select("error", "continuation").iter_rows()]
     et = failed.with_columns(template_id=pl.Series(ids, dtype=pl.Int64)).with_columns(
         template=pl.Series([miner.template_of(i) for i in ids], dtype=pl.String)
     )
@@ -76,7 +83,10 @@ def mine_error_templates(events: pl.DataFrame, traces: pl.DataFrame) -> dict[str
 
 
 def _waterfalls(spans: pl.DataFrame, trace_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
-    sel = spans.filter(pl.col("trace_id").is_in(trace_ids)).with_columns(
+    sel = spans.filter(  # spans of untimed logs (null times) have no place in a waterfall
+        pl.col("trace_id").is_in(trace_ids) & pl.col("start_ns").is_not_null()
+        & pl.col("end_ns").is_not_null()
+    ).with_columns(
         t0=pl.col("start_ns").min().over("trace_id")
     )
     out: dict[str, list[dict[str, Any]]] = {t: [] for t in trace_ids}
@@ -143,7 +153,8 @@ def analyze(store: RunStore, *, quarantine_sample: int = 200) -> dict[str, Any]:
     by = {k: int(s[k] or 0) for k in _OUTCOMES}
     done = by["success"] + by["retried"]
     for r in res["timeline"]:
-        r["minute"] = _iso(int(r.pop("minute_s")) * 1_000_000_000)
+        m = r.pop("minute_s")  # null for traces without times (untimed logs)
+        r["minute"] = _iso(None if m is None else int(m) * 1_000_000_000)
     for key in ("slowest", "failed"):
         for r in res[key]:
             r["start"] = _iso(r.pop("start_ns"))

@@ -52,6 +52,8 @@ __all__ = [
     "INSTANCE_PREFIX",
     "MASKS",
     "TemplateMiner",
+    "error_text",
+    "exception_line",
     "grouping_accuracy",
     "make_config",
     "mine",
@@ -198,6 +200,51 @@ def preprocess(message: str) -> tuple[bool, str]:
         tagged = True
         text = text[m.end() :]
     return tagged, _WS.sub(" ", text).strip()
+
+
+# The prefix oslo.log writes before each traceback line (``logging_exception_prefix``:
+# ``%(asctime)s.%(msecs)03d %(process)d ERROR %(name)s %(instance)s`` from oslo.log 1.2.0,
+# ``... TRACE ...`` before; devstack under systemd: ``ERROR %(name)s %(instance)s`` after the
+# journald prefix), with any wrapper before it: a time-of-day token, then up to four tokens,
+# the level and the logger, then context / instance tags.
+_TB_PREFIX = re.compile(
+    r"^(?:\S+ ){0,6}?\S*\d{2}:\d{2}:\d{2}\S* (?:\S+ ){0,4}?(?:ERROR|TRACE) [\w.\-]+ ?"
+    r"(?:\[[^\]]*\] ?)*"
+)
+_TB_NOISE = re.compile(
+    r"^(?:Traceback \(most recent call last\):|During handling of the above exception|"
+    r"The above exception was the direct cause|\s*\^+\s*$)"
+)
+_TRIVIAL = re.compile(r"^[\W_]*(?:\w+)?[\W_]*$")
+
+
+def exception_line(continuation: str | None) -> str | None:
+    """The exception line of a traceback (its last line: ``MessagingTimeout: Timed out ...``)
+    from a record's continuation text, with oslo.log's per-line exception prefix removed;
+    None when there is no such line. Lines are ``\n``-separated as the tokenizer stores them."""
+    if not continuation:
+        return None
+    for line in reversed(continuation.split("\n")):
+        text = _TB_PREFIX.sub("", line, count=1).strip()
+        if not text or _TB_NOISE.match(text) or text.startswith(("File \"", "| ", "+ ")):
+            continue
+        if line[:1].isspace() and not _TB_PREFIX.match(line):
+            continue  # source line of a frame
+        return text
+    return None
+
+
+def error_text(message: str | None, continuation: str | None) -> str:
+    """The text to mine for an ERROR record: its message, or the traceback's exception line
+    (:func:`exception_line`) when the message is empty or trivial (at most one word, as
+    ``LOG.exception('')`` or ``LOG.exception('Error')`` give) and there is one."""
+    msg = message or ""
+    if _TRIVIAL.match(preprocess(msg)[1]):
+        exc = exception_line(continuation)
+        if exc:
+            tag = _INSTANCE_TAG.match(msg)
+            return (tag.group(0) if tag else "") + exc
+    return msg
 
 
 def make_config(

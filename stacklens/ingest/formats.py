@@ -20,6 +20,13 @@ look-around or back-references. Formats covered (field-notes section 3; oslo.log
     syslog/journald ``short``/``short-precise`` prefix ``Jan 25 09:29:50[.123456] host prog[pid]: ``
     followed by an oslo line with or without its own timestamp (modern devstack under systemd, with
     the ``{{(pid=1234) function /path/file.py:123}}`` suffix).
+``oslo_nots``
+    oslo lines whose timestamp was not kept (a ``logging_context_format_string`` without
+    ``%(asctime)s``, or a collector that stored only the message):
+    ``[<pid> ]<LEVEL> <logger> [<ctx>] msg``. The level must be one of Python logging's / oslo.log's
+    level names (``oslo_log/log.py``: DEBUG, INFO, WARNING, ERROR, CRITICAL, plus AUDIT and TRACE
+    of older releases), since without a timestamp nothing else anchors the line. Records get no
+    time (``ts_ns`` null) and keep their file order (``line_no``).
 """
 
 from __future__ import annotations
@@ -75,6 +82,15 @@ FORMATS: tuple[LineFormat, ...] = (
         r"(?P<prog>[\w.@\-]+)(?:\[(?P<spid>\d+)\])?: (?:" + _DATE + " )?" + _TAIL,
         per_line_service=True,
         per_line_host=True,
+    ),
+)
+
+_NOTS_LEVEL = r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|AUDIT|TRACE)"
+FORMATS = FORMATS + (
+    LineFormat(
+        "oslo_nots",
+        r"^(?:(?P<pid>\d+) )?" + _NOTS_LEVEL + r" (?P<logger>[A-Za-z_][\w.\-]*)"
+        r"(?: \[(?P<ctx>[^\]]*)\])?(?: |$)",
     ),
 )
 

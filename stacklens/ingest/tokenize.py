@@ -8,12 +8,17 @@ All per-line work runs as Polars expressions (Rust ``regex``, no Python loop per
 that need capture groups are kept simple and anchored (the capture engine is the slow part);
 header recognition uses one capture-free pattern, which runs as a DFA.
 
-Record assembly: a physical line is a *header* when it matches the file's format (and its level
-is not ``TRACE``: old releases prefix traceback lines like records). Every following non-header
-line is a *continuation* of the record above it (tracebacks, multi-line headers), except:
-lines before the first header (``before_first_record``: shell-trace preambles of devstack screen
-logs are counted as ``shell_trace``), devstack shell-trace lines between records, and lines with
-binary bytes, which are quarantined with file and line number.
+Record assembly: a physical line is a *header* when it matches the file's format, its level is
+not ``TRACE`` (old releases prefix traceback lines like records) and it is not a line of a modern
+traceback (oslo.log >= 1.2.0 prefixes them with ``ERROR`` and the record's own timestamp, pid and
+logger: :func:`~stacklens.ingest.assembly.traceback_lines`). Every following non-header line is
+a *continuation* of the record above it (tracebacks, multi-line headers), except: lines before
+the first header (``before_first_record``: shell-trace preambles of devstack screen logs are
+counted as ``shell_trace``), devstack shell-trace lines between records, lines with binary bytes,
+and in os-log-merger output the entries of other programs and their extra lines
+(``merged_other``), which are quarantined with file and line number. Timestamps whose year is
+outside :data:`TS_YEARS` are unreadable (``bad_timestamp``); files without timestamps (format
+``oslo_nots``) give records with ``ts_ns`` null in file order, counted as ``no_timestamp``.
 
 Native path: when the optional extension ``stacklens_native`` (Rust, ``native/`` in the repository)
 is installed, :func:`tokenize_batch` runs the per-line work there (line splitting, header check,
@@ -34,6 +39,9 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from stacklens.ingest.assembly import MRG_OTHER as _MRG_OTHER
+from stacklens.ingest.assembly import tb_patterns as _tb_patterns
+from stacklens.ingest.assembly import traceback_lines as _traceback_lines
 from stacklens.ingest.formats import LineFormat
 from stacklens.ingest.names import MERGER_ALIASES, service_from_name
 from stacklens.ingest.redact import _CHEAP, _REPLACEMENT, _SECRET, redact, redact_columns
@@ -59,6 +67,9 @@ MAX_RAW_CHARS = 4_096
 #: The native tokenizer splits a batch into tasks of about this many bytes (one per thread at a
 #: time; large files are cut at record headers).
 _NATIVE_TASK_BYTES = 4 << 20
+#: Years a timestamp may have: every instant of them fits ``datetime[ns]`` (1677-09-21 ..
+#: 2262-04-11); other years make the timestamp unreadable (``bad_timestamp``), never wrap.
+TS_YEARS = (1678, 2261)
 
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _REQ = "req-" + _UUID
@@ -75,6 +86,7 @@ _SYS_HOST = r"^[A-Z][a-z]{2} +\d+ \S+ (\S+) "
 _SYS_PROG = r"^[A-Z][a-z]{2} +\d+ \S+ \S+ ([^\s:\[]+)"
 _SYS_SPID = r"^[A-Z][a-z]{2} +\d+ \S+ \S+ [^\s:\[]+\[(\d+)\]"
 _SYS_PLACEHOLDER = "0000-00-00 00:00:00 "
+
 
 
 @dataclass(frozen=True)
@@ -156,16 +168,21 @@ def _prefix(fmt: LineFormat, raw: pl.Expr) -> dict[str, pl.Expr]:
             .then(rest)
             .otherwise(pl.lit(_SYS_PLACEHOLDER) + rest),
         }
+    if fmt.name == "oslo_nots":  # a placeholder date so one parser serves; ts_ns stays null
+        return {"core": pl.lit(_SYS_PLACEHOLDER) + raw}
     return {"core": raw}
 
 
 def _trace_rx(fmt: LineFormat) -> str:
     """Old releases' ``TRACE`` lines look like headers but continue the record above."""
+    if fmt.name == "oslo_nots":
+        return r"^(?:\d+ )?TRACE "
     return r"^\S+ \S+ (?:\d+ )?TRACE " if fmt.name == "oslo" else r" \d+ TRACE [\w.]+ "
 
 
 def _timestamp(fmt: LineFormat) -> pl.Expr:
-    """``ts_text`` (``YYYY-MM-DD HH:MM:SS[.,]fff[fff]``) -> ns since epoch, UTC as assumed.
+    """``ts_text`` (``YYYY-MM-DD HH:MM:SS[.,]fff[fff]``) -> ns since epoch, UTC as assumed;
+    null (unreadable) when malformed or its year is outside :data:`TS_YEARS`.
 
     The whole seconds are parsed with a cache (lines share their second) and the fraction is
     added as an integer, which is several times cheaper than parsing every full timestamp."""
@@ -178,13 +195,17 @@ def _timestamp(fmt: LineFormat) -> pl.Expr:
         frac.cast(pl.Int64, strict=False)
         * pl.lit(10, dtype=pl.Int64).pow(9 - frac.str.len_bytes().cast(pl.Int64))
     ).otherwise(0)
-    well_formed = t.str.len_bytes().is_between(19, 29) & (
-        (t.str.len_bytes() == 19) | t.str.slice(19, 1).is_in([".", ","])
+    well_formed = (
+        t.str.len_bytes().is_between(19, 29)
+        & ((t.str.len_bytes() == 19) | t.str.slice(19, 1).is_in([".", ","]))
+        & t.str.slice(0, 4).cast(pl.Int32, strict=False).is_between(*TS_YEARS)
     )
     oslo = pl.when(well_formed).then(sec.cast(pl.Int64) + frac_ns)
+    if fmt.name == "oslo_nots":
+        return pl.lit(None, dtype=pl.Int64)
     if fmt.name != "syslog":
         return oslo
-    sysd = (
+    sysd = pl.when(pl.col("_year").is_between(*TS_YEARS)).then(
         (pl.col("_year").cast(pl.String) + " " + pl.col("sysdate").str.replace(r"  +", " "))
         .str.strptime(pl.Datetime("ns"), "%Y %b %d %H:%M:%S%.f", strict=False)
         .cast(pl.Int64)
@@ -311,6 +332,16 @@ _LINE_STATS = {
 }
 
 
+_NOTS_DETAIL = (
+    "records without timestamps: kept in file order (line_no) with no time (ts_ns null); "
+    "they group by request id but give no durations or cross-host order"
+)
+_Q_DETAIL = {
+    "merged_other": "lines of other programs merged in by os-log-merger (not oslo records), "
+    "kept in the quarantine table",
+}
+
+
 def _quarantine_table(q: pl.DataFrame, meta: pl.DataFrame, stats: list) -> pl.DataFrame:
     """``(fidx, line_no, raw, reason)`` rows -> the quarantine table; counts go to ``stats``."""
     quarantine = q.join(meta.select("fidx", "file"), on="fidx", maintain_order="left").select(
@@ -319,8 +350,9 @@ def _quarantine_table(q: pl.DataFrame, meta: pl.DataFrame, stats: list) -> pl.Da
     for f, reason, n_q in (
         quarantine.group_by("file", "reason", maintain_order=True).len().iter_rows()
     ):
-        severity = "info" if reason == "before_first_record" else "error"
-        stats.append((f, reason, severity, n_q, "lines kept in the quarantine table"))
+        severity = "info" if reason in ("before_first_record", "merged_other") else "error"
+        detail = _Q_DETAIL.get(reason, "lines kept in the quarantine table")
+        stats.append((f, reason, severity, n_q, detail))
     return quarantine
 
 
@@ -359,11 +391,13 @@ def _native_patterns(fmt: LineFormat) -> dict[str, str]:
         "redact_cheap": _CHEAP,
         "redact_secret": _SECRET,
         "redact_replacement": _REPLACEMENT,
+        **_tb_patterns(fmt),
     }
     if fmt.name == "oslo_prefixed":
         p |= {"prog": _PFX_PROG, "core": _PFX_CORE}
     elif fmt.name == "oslo_merged":
-        p |= {"alias": _MRG_ALIAS, "core": _MRG_CORE, "core_rep": _MRG_CORE_REP}
+        p |= {"alias": _MRG_ALIAS, "core": _MRG_CORE, "core_rep": _MRG_CORE_REP,
+              "other": _MRG_OTHER}
     elif fmt.name == "syslog":
         p |= {
             "sysdate": _SYS_DATE,
@@ -381,6 +415,8 @@ def _tokenize_native(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
     """:func:`tokenize_batch` on the native tokenizer; None where it does not apply (syslog
     years it does not parse like Polars), then the Polars path runs."""
     if fmt.name == "syslog" and not all(1000 <= c.year <= 9999 for c in chunks):
+        return None
+    if fmt.name == "oslo_nots":  # rare; the native tokenizer has no untimed records
         return None
     stats = _control_chars(chunks)
     files = [c.file for c in chunks]
@@ -434,12 +470,27 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
         long=raw.str.len_bytes() > MAX_LINE_CHARS,
         lossy=raw.str.contains("\ufffd", literal=True),
         is_header=(raw.str.contains(header_rx) & ~raw.str.contains(trace_rx)).fill_null(False),
-    ).with_columns(
-        # a record never continues across files: each file's first line opens a segment
-        rec=(pl.col("is_header") | (pl.col("line_no") == 1)).cast(pl.Int64).cum_sum(),
-        seg_head=pl.when(pl.col("is_header") | (pl.col("line_no") == 1))
-        .then(pl.col("is_header"))
-        .forward_fill(),
+    )
+    cand_idx = df.get_column("is_header").arg_true()
+    if cand_idx.len():
+        tb = _traceback_lines(df[cand_idx].select("raw", "fidx"), fmt)
+        if tb.any():
+            df = df.with_columns(
+                is_header=df.get_column("is_header").scatter(cand_idx.filter(tb), False)
+            )
+    foreign = pl.lit(False)
+    if fmt.name == "oslo_merged":
+        # old releases' TRACE lines are full oslo lines too: they stay continuations
+        foreign = (
+            ~pl.col("is_header") & raw.str.contains(_MRG_OTHER) & ~raw.str.contains(trace_rx)
+        ).fill_null(False)
+    opens = pl.col("is_header") | pl.col("foreign") | (pl.col("line_no") == 1)
+    df = df.with_columns(foreign=foreign).with_columns(
+        # a record never continues across files: each file's first line opens a segment;
+        # a foreign line (os-log-merger entry of another program) opens a foreign segment
+        rec=opens.cast(pl.Int64).cum_sum(),
+        seg_head=pl.when(opens).then(pl.col("is_header")).forward_fill(),
+        seg_foreign=pl.when(opens).then(pl.col("foreign")).forward_fill(),
     )
     per_file = (
         df.group_by("fidx")
@@ -470,6 +521,8 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
         *q_cols,
         pl.when(pl.col("binary"))
         .then(pl.lit("binary"))
+        .when(pl.col("seg_foreign"))
+        .then(pl.lit("merged_other"))
         .otherwise(pl.lit("before_first_record"))
         .alias("reason"),
     )
@@ -521,7 +574,10 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
         .with_columns(**_context(), ts_ns=_timestamp(fmt))
         .collect()
     )
-    bad_ts = heads.filter(pl.col("ts_ns").is_null())
+    if fmt.name == "oslo_nots":
+        for fidx, n_nots in heads.group_by("fidx").len().sort("fidx").iter_rows():
+            stats.append((files[fidx], "no_timestamp", "info", n_nots, _NOTS_DETAIL))
+    bad_ts = heads.filter(pl.col("ts_ns").is_null() & (fmt.name != "oslo_nots"))
     if bad_ts.height:
         heads = heads.filter(pl.col("ts_ns").is_not_null())
         # the unreadable record goes to quarantine whole: its header and its continuation lines
