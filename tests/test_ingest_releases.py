@@ -203,10 +203,12 @@ def test_analyze_end_to_end_untimed_and_trivial_errors(tmp_path):
         "status: 202 len: 10 time: 0.5\n"
         f"INFO nova.compute.manager [{R}] [instance: {U}] Took 5.00 seconds to build instance.\n"
     )
-    lines = record("2025-03-01 10:00:00.100", 7, "INFO", "nova.osapi_compute.wsgi.server",
-                   '10.0.0.1 "GET /v2.1/servers HTTP/1.1" status: 200 len: 10 time: 0.1', ctx=R2)
-    lines += record("2025-03-01 10:00:00.200", 7, "ERROR", "nova.api.openstack.wsgi", "", ctx=R2,
-                    exc="plain")
+    # the API logs the exception, then its access line when the 500 response is sent; a 2xx
+    # request with an ERROR line would be a success with a warning, not a failure
+    lines = record("2025-03-01 10:00:00.050", 7, "ERROR", "nova.api.openstack.wsgi", "", ctx=R2,
+                   exc="plain")
+    lines += record("2025-03-01 10:00:00.100", 7, "INFO", "nova.osapi_compute.wsgi.server",
+                    '10.0.0.1 "GET /v2.1/servers HTTP/1.1" status: 500 len: 10 time: 0.1', ctx=R2)
     (logs / "nova-compute.log").write_text("\n".join(lines) + "\n")
     out = tmp_path / "run"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))

@@ -87,10 +87,14 @@ def test_fast_paths_are_on():
     """The hand-written fast paths (oslo header, DEBUG suffix, windowed redaction) match the
     patterns they were written for. When this fails after a change to formats.py, tokenize.py
     or redact.py, the native path still gives the same tables (it falls back to the regexes)
-    but slower: update the constants and their proofs in native/src/tok.rs."""
+    but slower: update the constants and their proofs in native/src/tok.rs.
+
+    Redaction: the rule set of :mod:`stacklens.ingest.redact` (issue 15: 21 rules, PEM, SAML and
+    keyed forms that do not start at an anchor literal) is beyond the windowed fast path, so the
+    native tokenizer runs the redaction regexes (same tables, ~0.1 s more per 137 k lines)."""
     fmt = FMT["oslo"]
     on = tok._native.fast_paths(fmt.name, tok._native_patterns(fmt))
-    assert on == {"oslo_header": True, "debug_suffix": True, "redact": True}
+    assert on == {"oslo_header": True, "debug_suffix": True, "redact": False}
 
 
 # --- generated input ----------------------------------------------------------------------------
