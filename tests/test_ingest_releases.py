@@ -6,6 +6,11 @@ the Polars path and, when it is built, on the native tokenizer, which must agree
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -154,20 +159,20 @@ def test_lines_without_timestamps():
 
 @pytest.mark.parametrize("fmt", ["oslo", "oslo_merged", "oslo_prefixed"])
 def test_timestamps_outside_ns_range(fmt):
-    """Years 1677 and before / 2262 and after, month 13, day 99: bad_timestamp, never a crash or
-    a wrapped time."""
+    """Years outside 1970..2199 (tokenize.TS_YEARS: any two times' difference fits INT64), month
+    13, day 99: bad_timestamp, never a crash or a wrapped time."""
     pre = {"oslo": "", "oslo_merged": "", "oslo_prefixed": "nova-api.log "}[fmt]
     alias = " [NAPI]" if fmt == "oslo_merged" else ""
     dates = ["2016-06-28 13:56:12.360", "1677-09-22 00:00:00.000", "1600-01-01 00:00:00.000",
              "2262-01-01 00:00:00.000", "9999-12-31 23:59:59.999", "0000-01-01 00:00:00.000",
-             "2016-13-28 13:56:12.360", "2016-06-99 13:56:12.360", "1678-01-01 00:00:00.000",
-             "2261-12-31 23:59:59.999"]
+             "2016-13-28 13:56:12.360", "2016-06-99 13:56:12.360", "1970-01-01 00:00:00.000",
+             "2199-12-31 23:59:59.999", "1969-12-31 23:59:59.999", "2200-01-01 00:00:00.000"]
     lines = [f"{pre}{d}{alias} 1 INFO nova.x [-] m{i}" for i, d in enumerate(dates)]
     res = tok(lines, fmt)
     assert res.events.get_column("message").to_list() == ["m0", "m8", "m9"]
     ts = res.events.get_column("ts_ns").cast(pl.Datetime("ns"))
-    assert [t.year for t in ts.to_list()] == [2016, 1678, 2261]
-    assert res.quarantine.get_column("reason").to_list() == ["bad_timestamp"] * 7
+    assert [t.year for t in ts.to_list()] == [2016, 1970, 2199]
+    assert res.quarantine.get_column("reason").to_list() == ["bad_timestamp"] * 9
 
 
 _FIELD = st.one_of(st.integers(0, 99_999), st.sampled_from([0, 1, 12, 13, 28, 29, 31, 60, 99]))
@@ -183,17 +188,13 @@ def test_extreme_timestamp_fields(y, mo, d, h, mi, s, frac):
     assert res.events.height + res.quarantine.height >= 1
     if res.events.height:
         res.events.get_column("ts_ns").cast(pl.Datetime("ns")).dt.year()  # no overflow
-        assert 1678 <= res.events.get_column("ts_ns").cast(pl.Datetime("ns")).dt.year()[0] <= 2261
+        assert 1970 <= res.events.get_column("ts_ns").cast(pl.Datetime("ns")).dt.year()[0] <= 2199
 
 
 def test_analyze_end_to_end_untimed_and_trivial_errors(tmp_path):
     """The whole pipeline (CLI) on one untimed file and one timed file whose failure is a
     LOG.exception('') with a modern traceback: no crash on null times, the untimed records are
     said in the ingest stats, and the failure's template is the exception line."""
-    import json
-    import os
-    import subprocess
-    import sys
 
     logs = tmp_path / "ctl"
     logs.mkdir()
@@ -221,3 +222,24 @@ def test_analyze_end_to_end_untimed_and_trivial_errors(tmp_path):
     errs = {e["example_request_id"]: e["template"] for e in rep["errors"]}
     assert errs[r2].startswith("RuntimeError: Timed out waiting")
     assert r1 != r2
+
+
+def test_analyze_extreme_times_of_one_request(tmp_path):
+    """The earliest and the latest readable times in one request (and unreadable ones beside
+    them): the trace and the analyses subtract them without INT64 overflow (issue 15; found by
+    bench/fuzz_ingest.py --analyze)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    ctx = "[req-ac769a75-c566-4e77-87c0-37f8324f6463 - -]"
+    dates = ["2017-03-07 19:20:07.100", "1970-01-01 00:00:00.000", "2199-12-31 23:59:59.999",
+             "2262-04-11 23:47:16.854", "0001-01-01 00:00:00.000"]
+    (logs / "q-svc.log").write_text(
+        "".join(f"{d} 9029 INFO neutron.manager {ctx} m{i}\n" for i, d in enumerate(dates)))
+    out = tmp_path / "run"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.run([sys.executable, "-m", "stacklens", "analyze", str(logs), "--out", str(out)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rep = json.loads((out / "report.json").read_text())
+    kinds = {s["kind"]: s["count"] for s in rep["ingest"]["stats"]}
+    assert kinds["bad_timestamp"] == 2

@@ -4,7 +4,7 @@
 //! strptime when that fails; the observable result, which these functions reproduce, is: ASCII
 //! digits only, month 1-12, day valid for the month (proleptic Gregorian), hour <= 23, minute
 //! <= 59, second <= 60 (60 is a leap second: the next minute), and nanoseconds since the epoch
-//! computed in i64; years outside 1678..2261 (partly or wholly outside datetime[ns]) are
+//! computed in i64; years outside 1970..2199 (tokenize.TS_YEARS: durations between any two fit i64) are
 //! unreadable, as `_timestamp` makes them.
 
 const NS: i64 = 1_000_000_000;
@@ -40,7 +40,7 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 
 fn secs(y: i64, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> Option<i64> {
     // only years whose every instant fits datetime[ns] (tokenize.TS_YEARS)
-    if !(1678..=2261).contains(&y) || !(1..=12).contains(&mo) || d == 0 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 60 {
+    if !(1970..=2199).contains(&y) || !(1..=12).contains(&mo) || d == 0 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 60 {
         return None;
     }
     Some(days_from_civil(y, mo, d) * 86_400 + (h * 3600 + mi * 60 + s) as i64)

@@ -67,9 +67,11 @@ MAX_RAW_CHARS = 4_096
 #: The native tokenizer splits a batch into tasks of about this many bytes (one per thread at a
 #: time; large files are cut at record headers).
 _NATIVE_TASK_BYTES = 4 << 20
-#: Years a timestamp may have: every instant of them fits ``datetime[ns]`` (1677-09-21 ..
-#: 2262-04-11); other years make the timestamp unreadable (``bad_timestamp``), never wrap.
-TS_YEARS = (1678, 2261)
+#: Years a timestamp may have; other years make the timestamp unreadable (``bad_timestamp``),
+#: never wrap. Every instant of 1970..2199 fits ``datetime[ns]`` and any two of them differ by
+#: less than 2**63 ns (230 years = 7.3e18 ns), so durations never overflow INT64 downstream
+#: (a 1700 and a 2200 time would: issue 15). 1970 keeps hosts whose clock was never set.
+TS_YEARS = (1970, 2199)
 
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _REQ = "req-" + _UUID
