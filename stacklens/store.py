@@ -2,7 +2,7 @@
 
 Layout of ``<run>/``::
 
-    stacklens.duckdb          a view per table below, for SQL (``duckdb <run>/stacklens.duckdb``)
+    stacklens.duckdb          a view per table below (relative paths), for SQL: ``stacklens sql``
     tables/<name>.parquet     the same tables as Parquet, for Spark, Polars, pandas
     manifest.json             format version, stacklens version, stages run, inputs
     report.json, report.html  written by the report stage
@@ -76,11 +76,20 @@ class RunStore:
         self.connect(read_only=False).close()
 
     def _register(self, con: duckdb.DuckDBPyConnection) -> None:
+        """One view per Parquet file, by a path relative to the run folder (``tables/x.parquet``):
+        the database file holds no absolute path, so the folder can be moved or copied. DuckDB
+        resolves the relative paths against ``file_search_path`` (set by :meth:`connect`; by hand:
+        ``SET file_search_path = '<run>'``, or run ``duckdb`` inside the run folder)."""
+        self._search_here(con)
         for pq in sorted(self.tables_dir.glob("*.parquet")):
-            path = str(pq.resolve()).replace("'", "''")
+            rel = f"tables/{pq.name}".replace("'", "''")
             con.execute(
-                f'CREATE OR REPLACE VIEW "{pq.stem}" AS SELECT * FROM read_parquet(\'{path}\')'
+                f'CREATE OR REPLACE VIEW "{pq.stem}" AS SELECT * FROM read_parquet(\'{rel}\')'
             )
+
+    def _search_here(self, con: duckdb.DuckDBPyConnection) -> None:
+        folder = str(self.path.resolve()).replace("'", "''")
+        con.execute(f"SET file_search_path = '{folder}'")
 
     def has(self, name: str) -> bool:
         """True when table ``name`` was written."""
@@ -105,4 +114,6 @@ class RunStore:
             raise StoreError(f"{self.path} holds no tables: run stacklens ingest first")
         with duckdb.connect(str(self.db_path)) as con:
             self._register(con)
-        return duckdb.connect(str(self.db_path), read_only=read_only)
+        con = duckdb.connect(str(self.db_path), read_only=read_only)
+        self._search_here(con)
+        return con

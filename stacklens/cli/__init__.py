@@ -17,6 +17,7 @@ from stacklens.cli import (
     lab_cmd,
     report_cmd,
     run_cmd,
+    sql_cmd,
     trace_cmd,
 )
 from stacklens.errors import StacklensError
@@ -38,6 +39,7 @@ app.command("run")(run_cmd.run)
 app.command("cleanup")(cleanup_cmd.cleanup)
 app.add_typer(lab_cmd.lab_app, name="lab")
 app.command("collect")(collect_cmd.collect_cmd)
+app.command("sql")(sql_cmd.sql)
 
 
 @app.callback(invoke_without_command=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from stacklens.cli._stages import ingest_stage, report_stage, trace_stage
+from stacklens.cli._stages import FORCE, ingest_stage, prepare_out, report_stage, trace_stage
 from stacklens.cli.ingest_cmd import HOST_MAP, OUT, PATHS, SERVICE_MAP, TZ, WORKERS
 
 
@@ -18,9 +18,11 @@ def analyze(
     tz_offset: int = TZ,
     workers: int | None = WORKERS,
     as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout."),
+    force: bool = FORCE,
 ) -> None:
     """Ingest logs, rebuild every request and report where the time went and why requests
     failed."""
+    prepare_out(out, force)
     quiet = as_json
     store = ingest_stage(paths, out, host_map, service_map, tz_offset, workers, quiet=quiet)
     trace_stage(store, quiet=quiet)

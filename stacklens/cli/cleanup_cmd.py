@@ -14,9 +14,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from stacklens.cli._connection import choose_connection
 from stacklens.cli.run_cmd import CLOUD, ENDPOINT, TOKEN
 from stacklens.drive.cleanup import cleanup_prefix
-from stacklens.drive.client import ComputeClient, resolve_connection
+from stacklens.drive.client import ComputeClient
 from stacklens.drive.session import finalize_records
 from stacklens.errors import UserError
 from stacklens.store import RunStore
@@ -41,12 +42,9 @@ def cleanup(
     prefix = prefix or info.get("prefix")
     if not prefix:
         raise UserError(f"{run} has no run manifest with a prefix: give --prefix sl-<runid>-")
-    if endpoint or cloud:
-        conn = resolve_connection(cloud, endpoint, token)
-    else:
-        conn_info = info.get("connection") or {}
-        ep = conn_info.get("endpoint") if conn_info.get("source") == "flags" else None
-        conn = resolve_connection(info.get("cloud"), ep, token)
+    conn_info = info.get("connection") or {}
+    ep = conn_info.get("endpoint") if conn_info.get("source") == "flags" else None
+    conn, _ = choose_connection(cloud, endpoint, token, info.get("cloud"), ep)
     poll = ((info.get("scenario") or {}).get("client") or {}).get("poll_interval_s", 2.0)
 
     async def go():

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from stacklens.cli._stages import report_stage
+from stacklens.errors import InputNotFound
 from stacklens.store import RunStore
 
 
@@ -15,4 +16,6 @@ def report(
     as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout."),
 ) -> None:
     """Analyze a traced run and write report.json and a self-contained report.html."""
+    if not run.is_dir():
+        raise InputNotFound(f"run folder {run} does not exist")
     report_stage(RunStore(run), as_json)

@@ -19,7 +19,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from stacklens.drive.client import resolve_connection
+from stacklens.cli._connection import choose_connection
+from stacklens.cli._stages import FORCE, Ticker, prepare_out
 from stacklens.drive.driver import DriveStats
 from stacklens.drive.plan import Plan
 from stacklens.drive.scenario import load_scenario
@@ -61,19 +62,6 @@ def _print_summary(res: RunResult) -> None:
     Console().print(t)
 
 
-def _use_local_lab(cloud: str | None) -> list[str]:
-    """For the cloud ``stacklens-lab``: point clouds.yaml at the running lab's (unless
-    OS_CLIENT_CONFIG_FILE says otherwise) and return its log folder, read after the run."""
-    if cloud != "stacklens-lab":
-        return []
-    from stacklens.lab.config import default_lab_dir
-
-    root = default_lab_dir()
-    if (root / "clouds.yaml").exists():
-        os.environ.setdefault("OS_CLIENT_CONFIG_FILE", str(root / "clouds.yaml"))
-    return [str(root / "logs")] if (root / "logs").is_dir() else []
-
-
 def _server_view(out: Path, sources: list[str], res: RunResult, quiet: bool) -> None:
     """Read the cloud's logs of the run window into the same run folder, trace them and report
     client and server views side by side (``report.json`` key ``client_server``)."""
@@ -102,17 +90,15 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
     logs: list[str] = typer.Option([], "--logs", help="Log folders to read after the load "
                                    "(repeatable; default: the scenario's 'logs')."),
+    force: bool = FORCE,
 ) -> None:
     """Boot servers as the scenario says, watch them with one list call per poll interval,
     delete them, and record each one's timestamps, request ids, host and outcome."""
+    prepare_out(out, force)
     scn = load_scenario(scenario)
     text = scenario.read_text(encoding="utf-8")
-    lab_logs = _use_local_lab(cloud or scn.cloud)
     # precedence: --endpoint, --cloud, the scenario's client.endpoint, the scenario's cloud
-    if endpoint or cloud:
-        conn = resolve_connection(cloud, endpoint, token)
-    else:
-        conn = resolve_connection(scn.cloud, scn.client.endpoint, token)
+    conn, lab_logs = choose_connection(cloud, endpoint, token, scn.cloud, scn.client.endpoint)
     quiet = as_json or not err.is_terminal
     with Progress(
         TextColumn("run"), BarColumn(), MofNCompleteColumn(),
@@ -127,9 +113,13 @@ def run(
             err.print(f"run {plan.run_id}: {plan.total * plan.repetitions} servers named "
                       f"{plan.prefix}*, writing {out}")
 
+        tick = Ticker("run", as_json)
+
         def on_tick(st: DriveStats) -> None:
             prog.update(task, completed=st.done, in_flight=st.in_flight, active=st.active,
                         failed=st.failed)
+            tick(f"{st.done} done, {st.in_flight} in flight, {st.active} ACTIVE, "
+                 f"{st.failed} failed")
 
         async def main() -> RunResult:
             # Ctrl-C: the first cancels the run task (the driver stops issuing and cleans up),
