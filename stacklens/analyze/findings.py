@@ -1,0 +1,454 @@
+"""Findings: the few facts that explain a run, each with its evidence, in words.
+
+A finding is a dict ``{"rule": str, "severity": "critical" | "warning" | "info", "text": str,
+"evidence": {name: number | str}}``. Each rule of :data:`RULES` is one SQL query over the
+canonical tables (:mod:`stacklens.schema`; DuckDB SQL in the subset Spark SQL shares, see
+:mod:`stacklens.analyze.sql`) plus a small Python function that turns the query's rows into zero
+or one finding. Thresholds keep weak evidence (small counts) out: a rule that cannot show its
+numbers says nothing. Rule docstrings cite what each detects and why
+(``/work/shared/docs/field-notes.md`` sections 2-4 and the OpenStack source named there).
+
+Times are seconds (``_s``); counts are integers. :func:`findings` never raises on a run whose
+optional tables (``requests``, ``clock_offsets``) are absent: those rules are skipped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+__all__ = ["RULES", "Rule", "findings"]
+
+Finding = dict[str, Any]
+_REQ = "http_status IS NOT NULL"
+#: fewest requests / events a rule needs before it speaks
+MIN_BUILDS = 20
+MIN_FAILED = 5
+MIN_CLIENT = 10
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One finding rule: ``sql`` over the tables in ``needs``; ``judge(rows)`` returns a finding
+    or None. ``rows`` is a list of dicts (column -> value)."""
+
+    name: str
+    needs: tuple[str, ...]
+    sql: str
+    judge: Callable[[list[dict[str, Any]]], Finding | None]
+
+
+def _f(rule: str, severity: str, text: str, **evidence: Any) -> Finding:
+    return {"rule": rule, "severity": severity, "text": text, "evidence": evidence}
+
+
+def _n(x: float) -> str:
+    """Thousands separators, no decimals: 15311.4 -> '15,311'."""
+    return f"{x:,.0f}"
+
+
+def _sec(x: float) -> str:
+    return f"{x:,.0f} s" if abs(x) >= 100 else f"{x:.1f} s" if abs(x) >= 1 else f"{x:.3f} s"
+
+
+# -- host concentration ---------------------------------------------------------------------
+HOST_CONCENTRATION_SQL = """
+    WITH hosts AS (SELECT DISTINCT host FROM events WHERE service = 'nova-compute'),
+         builds AS (
+           SELECT s.host, count(DISTINCT t.trace_id) AS builds
+           FROM traces t JOIN spans s ON s.trace_id = t.trace_id
+           WHERE t.operation = 'server.create' AND s.service = 'nova-compute'
+           GROUP BY s.host)
+    SELECT h.host, coalesce(b.builds, 0) AS builds
+    FROM hosts h LEFT JOIN builds b ON b.host = h.host
+    ORDER BY builds DESC, h.host
+"""
+
+
+def host_concentration(rows: list[dict[str, Any]]) -> Finding | None:
+    """Builds concentrated on few compute hosts (field notes 4, "Scheduler saturation": the filter
+    scheduler refreshes host state from the database per request, and parallel requests or
+    several scheduler workers place from a stale view, so a burst lands on the same hosts; nova
+    ``scheduler/filter_scheduler.py``, ``host_subset_size``). Fires when >= 4 compute hosts log,
+    >= 20 builds ran, and at most half the hosts took >= 90 % of the builds."""
+    total = sum(r["builds"] for r in rows)
+    if len(rows) < 4 or total < MIN_BUILDS:
+        return None
+    counts = [r["builds"] for r in rows]
+    k, acc = 0, 0
+    while acc < 0.9 * total:
+        acc += counts[k]
+        k += 1
+    if k > len(rows) // 2:
+        return None
+    share = "all" if acc == total else f"{acc} of"
+    top = "/".join(str(c) for c in counts[:k])
+    return _f(
+        "host_concentration", "warning",
+        f"{k} of {len(rows)} compute hosts took {share} {total} builds ({top}): the scheduler "
+        f"placed from a stale view of host state (parallel requests, host_subset_size)",
+        compute_hosts=len(rows), hosts_used=sum(1 for c in counts if c), top_hosts=k,
+        builds=total, builds_on_top=acc,
+        per_host={r["host"]: r["builds"] for r in rows[:k]},
+    )
+
+
+# -- lock waits -------------------------------------------------------------------------------
+LOCK_WAITS_SQL = """
+    SELECT lock_name, count(*) AS waits, sum(lock_waited_s) AS total_waited_s,
+           max(lock_waited_s) AS max_waited_s,
+           (SELECT sum(lock_waited_s) FROM events WHERE lock_waited_s IS NOT NULL) AS all_waited_s
+    FROM events WHERE lock_waited_s IS NOT NULL
+    GROUP BY lock_name ORDER BY total_waited_s DESC, lock_name LIMIT 1
+"""
+
+
+def lock_waits(rows: list[dict[str, Any]]) -> Finding | None:
+    """One oslo.concurrency lock that requests queued on (oslo_concurrency/lockutils.py logs
+    'Lock "X" acquired by "f" :: waited N s'; field notes 4, "Software contention on a single
+    compute node": nova's ``compute_resources`` lock serialises every claim and update of the
+    resource tracker on a host). Fires when the most-waited lock has >= 10 waits and >= 60 s of
+    waiting in total."""
+    if not rows:
+        return None
+    r = rows[0]
+    if r["waits"] < 10 or (r["total_waited_s"] or 0) < 60:
+        return None
+    return _f(
+        "lock_waits", "warning",
+        f"the `{r['lock_name']}` lock waited {_n(r['total_waited_s'])} s in total over "
+        f"{r['waits']} acquisitions (longest {_sec(r['max_waited_s'])}; "
+        f"{100 * r['total_waited_s'] / r['all_waited_s']:.0f}% of all lock waiting)",
+        lock_name=r["lock_name"], waits=r["waits"], total_waited_s=r["total_waited_s"],
+        max_waited_s=r["max_waited_s"], all_locks_waited_s=r["all_waited_s"],
+    )
+
+
+# -- client vs server: queueing before the API ----------------------------------------------
+API_QUEUE_SQL = """
+    WITH j AS (
+      SELECT r.submit_ns, coalesce(g.start_ns, q.start_ns) AS t_start_ns
+      FROM requests r
+      LEFT JOIN traces g ON g.trace_id = r.global_request_id
+      LEFT JOIN traces q ON q.trace_id = r.request_id
+      WHERE r.create_http_status IS NOT NULL)
+    SELECT count(*) AS n,
+           percentile_cont(0.50) WITHIN GROUP (ORDER BY (t_start_ns - submit_ns) / 1e9) AS p50_s,
+           percentile_cont(0.95) WITHIN GROUP (ORDER BY (t_start_ns - submit_ns) / 1e9) AS p95_s,
+           (SELECT count(*) FROM requests) AS clients
+    FROM j WHERE t_start_ns IS NOT NULL AND submit_ns IS NOT NULL
+"""
+
+
+def api_queue(rows: list[dict[str, Any]]) -> Finding | None:
+    """Creates that waited before nova-api logged anything for them (client ``requests`` records
+    of ``stacklens run`` joined to traces by request id: client submit to the trace's first
+    record). A wait of seconds is queueing in front of the API: too few API workers
+    (``osapi_compute_workers``, field notes 7; "single-process API services", field notes 4) or
+    the client's connection pool. Fires when >= 10 creates matched and the p50 wait is >= 1 s."""
+    if not rows or (rows[0]["n"] or 0) < MIN_CLIENT or rows[0]["p50_s"] is None:
+        return None
+    r = rows[0]
+    if r["p50_s"] < 1.0:
+        return None
+    return _f(
+        "api_queue", "warning",
+        f"POST /servers waited {_sec(r['p50_s'])} (p50; p95 {_sec(r['p95_s'])}) between the "
+        f"client's submit and nova-api's first record, over {r['n']} creates: too few API "
+        f"workers (or client connections) for the load",
+        creates=r["n"], wait_p50_s=r["p50_s"], wait_p95_s=r["p95_s"],
+    )
+
+
+# -- delete: client view vs server view -------------------------------------------------------
+DELETE_GAP_SQL = """
+    WITH j AS (
+      SELECT r.gone_ns, r.delete_s, coalesce(g.end_ns, q.end_ns) AS t_end_ns,
+             coalesce(g.dur_s, q.dur_s) AS server_s
+      FROM requests r
+      LEFT JOIN traces g ON g.trace_id = r.delete_global_request_id
+      LEFT JOIN traces q ON q.trace_id = r.delete_request_id
+      WHERE r.gone_ns IS NOT NULL)
+    SELECT count(*) AS n,
+           sum(CASE WHEN gone_ns < t_end_ns THEN 1 ELSE 0 END) AS gone_before_end,
+           percentile_cont(0.50) WITHIN GROUP (ORDER BY (t_end_ns - gone_ns) / 1e9) AS gap_p50_s,
+           percentile_cont(0.50) WITHIN GROUP (ORDER BY delete_s) AS client_p50_s,
+           percentile_cont(0.50) WITHIN GROUP (ORDER BY server_s) AS server_p50_s
+    FROM j WHERE t_end_ns IS NOT NULL
+"""
+
+
+def delete_gap(rows: list[dict[str, Any]]) -> Finding | None:
+    """Deletes the client saw finished while nova-compute still worked: nova saves the instance
+    DELETED (what ``GET /servers/{id}`` returns) in ``compute/manager.py``
+    ``_delete_instance`` before the resource tracker update and placement cleanup
+    (``_complete_deletion``) end; field notes 2. Fires when >= 10 deletes matched and, at p50,
+    the server ended >= 1 s after the client saw DELETED/404."""
+    if not rows or (rows[0]["n"] or 0) < MIN_CLIENT or rows[0]["gap_p50_s"] is None:
+        return None
+    r = rows[0]
+    if r["gap_p50_s"] < 1.0:
+        return None
+    return _f(
+        "delete_gap", "info",
+        f"clients saw {r['gone_before_end']} of {r['n']} deletes finished before nova did: "
+        f"the server-side delete ended {_sec(r['gap_p50_s'])} (p50) after the client saw "
+        f"DELETED (client delete p50 {_sec(r['client_p50_s'])}, server "
+        f"{_sec(r['server_p50_s'])}): compute cleanup continues after the row is marked deleted",
+        deletes=r["n"], gone_before_end=r["gone_before_end"], gap_p50_s=r["gap_p50_s"],
+        client_delete_p50_s=r["client_p50_s"], server_delete_p50_s=r["server_p50_s"],
+    )
+
+
+# -- failures under one root cause ------------------------------------------------------------
+FAILURE_CAUSE_SQL = f"""
+    WITH f AS (
+      SELECT coalesce(t.error_service, 'api') AS component,
+             coalesce(m.template, t.error, t.outcome_reason) AS template, t.trace_id
+      FROM traces t LEFT JOIN error_templates m ON m.trace_id = t.trace_id
+      WHERE t.outcome = 'failed' AND t.{_REQ})
+    SELECT component, template, count(*) AS failed,
+           (SELECT count(*) FROM f) AS all_failed
+    FROM f GROUP BY component, template ORDER BY failed DESC, component, template LIMIT 1
+"""
+
+
+def failure_cause(rows: list[dict[str, Any]]) -> Finding | None:
+    """Failed requests concentrated under one root cause (first error in causal order, mined to
+    a template; field notes 4: "count each failed request once, under the first error in its
+    causal chain"). Fires when >= 5 requests failed and one cause holds >= 50 % of them."""
+    if not rows or (rows[0]["all_failed"] or 0) < MIN_FAILED:
+        return None
+    r = rows[0]
+    if r["failed"] < 0.5 * r["all_failed"]:
+        return None
+    tpl = str(r["template"] or "")[:160]
+    return _f(
+        "failure_cause", "critical",
+        f"{r['failed']} of {r['all_failed']} failed requests share one root cause in "
+        f"{r['component']}: {tpl}",
+        failed=r["failed"], all_failed=r["all_failed"], component=r["component"], template=tpl,
+    )
+
+
+# -- failures on one host ---------------------------------------------------------------------
+FAILURE_HOST_SQL = f"""
+    WITH f AS (
+      SELECT DISTINCT t.trace_id, s.host
+      FROM traces t JOIN spans s ON s.trace_id = t.trace_id AND s.status = 'error'
+      WHERE t.outcome = 'failed' AND t.{_REQ} AND s.service = t.error_service)
+    SELECT host, count(*) AS failed,
+           (SELECT count(DISTINCT trace_id) FROM f) AS all_failed,
+           (SELECT count(DISTINCT host) FROM spans) AS hosts
+    FROM f GROUP BY host ORDER BY failed DESC, host LIMIT 1
+"""
+
+
+def failure_host(rows: list[dict[str, Any]]) -> Finding | None:
+    """Failed requests whose root-cause component failed on one host (a sick node: disk, agent
+    down, libvirt; field notes 4). Fires when >= 5 requests failed, the run has >= 3 hosts, and
+    one host holds >= 80 % of the failing spans."""
+    if not rows or (rows[0]["all_failed"] or 0) < MIN_FAILED or rows[0]["hosts"] < 3:
+        return None
+    r = rows[0]
+    if r["failed"] < 0.8 * r["all_failed"]:
+        return None
+    return _f(
+        "failure_host", "critical",
+        f"{r['failed']} of {r['all_failed']} failed requests failed on host {r['host']}",
+        host=r["host"], failed=r["failed"], all_failed=r["all_failed"], hosts=r["hosts"],
+    )
+
+
+# -- a component dominating the breakdown -----------------------------------------------------
+DOMINANT_COMPONENT_SQL = f"""
+    WITH t AS (SELECT trace_id, operation, dur_s FROM traces
+               WHERE {_REQ} AND outcome IN ('success', 'retried')),
+         op AS (SELECT operation, count(*) AS n, sum(dur_s) AS total_s FROM t
+                GROUP BY operation ORDER BY total_s DESC, operation LIMIT 1)
+    SELECT op.operation, op.n, op.total_s, b.component, sum(b.dur_s) AS comp_s
+    FROM op JOIN t ON t.operation = op.operation
+    JOIN breakdown b ON b.trace_id = t.trace_id
+    GROUP BY op.operation, op.n, op.total_s, b.component
+    ORDER BY comp_s DESC, b.component LIMIT 1
+"""
+
+
+def dominant_component(rows: list[dict[str, Any]]) -> Finding | None:
+    """One component taking most of the time of the operation that takes the most time in all
+    (the latency breakdown of successful requests; field notes 2: each service's part of a
+    boot). Fires when >= 20 requests and one component holds >= 60 % of their time."""
+    if not rows or rows[0]["n"] < MIN_BUILDS or not rows[0]["total_s"]:
+        return None
+    r = rows[0]
+    share = r["comp_s"] / r["total_s"]
+    if share < 0.6:
+        return None
+    return _f(
+        "dominant_component", "info",
+        f"{r['component']} takes {100 * share:.0f}% of the time of {r['operation']} "
+        f"({_n(r['comp_s'])} of {_n(r['total_s'])} s over {r['n']} successful requests)",
+        operation=r["operation"], component=r["component"], requests=r["n"], share=share,
+        component_s=r["comp_s"], total_s=r["total_s"],
+    )
+
+
+# -- retries / reschedules --------------------------------------------------------------------
+RETRIES_SQL = f"""
+    SELECT sum(CASE WHEN retries > 0 THEN 1 ELSE 0 END) AS rescheduled,
+           sum(retries) AS reschedules,
+           sum(CASE WHEN retries > 0 AND outcome = 'failed' THEN 1 ELSE 0 END) AS then_failed,
+           count(*) AS requests
+    FROM traces WHERE {_REQ}
+"""
+
+
+def retries(rows: list[dict[str, Any]]) -> Finding | None:
+    """Builds rescheduled to another host after failing on the first (nova
+    ``compute/manager.py`` raises RescheduledException and conductor picks an alternate; field
+    notes 2 step 5 and 4, "retries from stale views"). Fires at >= 3 rescheduled requests."""
+    if not rows or (rows[0]["rescheduled"] or 0) < 3:
+        return None
+    r = rows[0]
+    return _f(
+        "retries", "warning",
+        f"{r['rescheduled']} requests were rescheduled ({r['reschedules']} reschedules; "
+        f"{r['then_failed']} failed in the end)",
+        rescheduled=r["rescheduled"], reschedules=r["reschedules"],
+        then_failed=r["then_failed"], requests=r["requests"],
+    )
+
+
+# -- RPC timeouts -----------------------------------------------------------------------------
+RPC_TIMEOUT_SQL = """
+    SELECT count(*) AS records, count(DISTINCT coalesce(request_id, file)) AS contexts,
+           count(DISTINCT service) AS services, min(service) AS first_service
+    FROM events
+    WHERE level IN ('ERROR', 'CRITICAL', 'WARNING')
+      AND (message LIKE '%MessagingTimeout%' OR continuation LIKE '%MessagingTimeout%')
+"""
+
+
+def rpc_timeouts(rows: list[dict[str, Any]]) -> Finding | None:
+    """oslo.messaging ``MessagingTimeout`` (``oslo_messaging/exceptions.py``; raised when an RPC
+    call gets no reply within ``rpc_response_timeout``; field notes 4, "Lost or late RPC
+    messages", 5). Fires at >= 2 WARNING/ERROR records naming it."""
+    if not rows or (rows[0]["records"] or 0) < 2:
+        return None
+    r = rows[0]
+    return _f(
+        "rpc_timeouts", "critical",
+        f"{r['records']} records report an RPC MessagingTimeout (in {r['contexts']} requests or "
+        f"files, {r['services']} services): RPC replies lost or later than rpc_response_timeout",
+        records=r["records"], contexts=r["contexts"], services=r["services"],
+    )
+
+
+# -- clock offsets ----------------------------------------------------------------------------
+CLOCKS_SQL = """
+    SELECT host, day, offset_s, uncertainty_s, status, applied, violations_before,
+           violations_after
+    FROM clock_offsets WHERE status <> 'reference'
+    ORDER BY abs(coalesce(offset_s, 0)) DESC, host, day
+"""
+
+
+def clock_offsets(rows: list[dict[str, Any]]) -> Finding | None:
+    """Host clocks found offset by the causal-pair solver (:mod:`stacklens.trace.skew`): a
+    corrected offset >= 10 ms (applied) changes cross-host timing; hosts with no usable pair
+    cannot be checked. Fires when either exists."""
+    off = [r for r in rows if r["applied"] and r["offset_s"] is not None
+           and abs(r["offset_s"]) >= 0.010]
+    loose = sorted({r["host"] for r in rows if r["status"] in ("unconnected", "unconstrained")})
+    if not off and not loose:
+        return None
+    parts = []
+    if off:
+        ex = ", ".join(f"{r['host']} {r['offset_s']:+.3f} s +- {r['uncertainty_s']:.3f}"
+                       for r in off[:4])
+        more = f" and {len(off) - 4} more" if len(off) > 4 else ""
+        vb = sum(r["violations_before"] or 0 for r in off)
+        va = sum(r["violations_after"] or 0 for r in off)
+        parts.append(f"clock offsets corrected on {len(off)} host-days ({ex}{more}); causal "
+                     f"violations {vb} -> {va}")
+    if loose:
+        parts.append(f"{len(loose)} hosts had no causal pair to check their clock "
+                     f"({', '.join(loose[:5])}{' ...' if len(loose) > 5 else ''})")
+    return _f(
+        "clock_offsets", "info", "; ".join(parts),
+        corrected=len(off), max_abs_offset_s=max((abs(r["offset_s"]) for r in off), default=0.0),
+        unchecked_hosts=len(loose),
+    )
+
+
+# -- ingest problems --------------------------------------------------------------------------
+INGEST_SQL = """
+    SELECT kind, severity, sum("count") AS n, count(DISTINCT file) AS files
+    FROM ingest_stats
+    WHERE severity IN ('error', 'data_loss') OR kind = 'layout_ambiguous'
+    GROUP BY kind, severity ORDER BY n DESC, kind
+"""
+
+
+def ingest_problems(rows: list[dict[str, Any]]) -> Finding | None:
+    """Input the run could not read whole (``ingest_stats`` of severity ``error``/``data_loss``:
+    damaged gzip, unreadable files, cut lines, invalid UTF-8) and ambiguous file layouts (service
+    or host guessed from a file name; fix with ``--service-map/--host-map``). The numbers behind
+    every other finding are only as complete as this. Fires on any such row."""
+    if not rows:
+        return None
+    sev = "critical" if any(r["severity"] == "data_loss" for r in rows) else "warning"
+    kinds = ", ".join(f"{r['kind']} {_n(r['n'])} ({r['files']} files)" for r in rows[:5])
+    return _f(
+        "ingest_problems", sev, f"input not read whole: {kinds}",
+        **{f"{r['kind']}_{r['severity']}": r["n"] for r in rows[:10]},
+    )
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("failure_cause", ("traces", "error_templates"), FAILURE_CAUSE_SQL, failure_cause),
+    Rule("failure_host", ("traces", "spans"), FAILURE_HOST_SQL, failure_host),
+    Rule("rpc_timeouts", ("events",), RPC_TIMEOUT_SQL, rpc_timeouts),
+    Rule("host_concentration", ("events", "traces", "spans"), HOST_CONCENTRATION_SQL,
+         host_concentration),
+    Rule("lock_waits", ("events",), LOCK_WAITS_SQL, lock_waits),
+    Rule("api_queue", ("requests", "traces"), API_QUEUE_SQL, api_queue),
+    Rule("retries", ("traces",), RETRIES_SQL, retries),
+    Rule("dominant_component", ("traces", "breakdown"), DOMINANT_COMPONENT_SQL,
+         dominant_component),
+    Rule("delete_gap", ("requests", "traces"), DELETE_GAP_SQL, delete_gap),
+    Rule("clock_offsets", ("clock_offsets",), CLOCKS_SQL, clock_offsets),
+    Rule("ingest_problems", ("ingest_stats",), INGEST_SQL, ingest_problems),
+)
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def findings(con: duckdb.DuckDBPyConnection, present: set[str],
+             rules: tuple[Rule, ...] = RULES) -> list[Finding]:
+    """Run ``rules`` on a run's DuckDB connection (views of the canonical tables, as
+    :meth:`stacklens.store.RunStore.connect` gives) and return their findings, in rule order.
+    Rules whose tables are not all in ``present``, or whose columns a run folder of an older
+    format lacks, are skipped."""
+    out: list[Finding] = []
+    for rule in rules:
+        if not set(rule.needs) <= present:
+            continue
+        try:
+            cur = con.execute(rule.sql)
+        except (duckdb.BinderException, duckdb.CatalogException):
+            continue  # a run folder of an older format lacks a column: no evidence, no finding
+        cols = [d[0] for d in cur.description]
+        rows = [{c: _clean(v) for c, v in zip(cols, r, strict=True)} for r in cur.fetchall()]
+        f = rule.judge(rows)
+        if f is not None:
+            out.append(f)
+    return out
