@@ -330,13 +330,17 @@ RPC_TIMEOUT_SQL = """
     FROM events
     WHERE level IN ('ERROR', 'CRITICAL', 'WARNING')
       AND (message LIKE '%MessagingTimeout%' OR continuation LIKE '%MessagingTimeout%')
+      AND message NOT LIKE 'Timed out waiting for nova-conductor%'
 """
 
 
 def rpc_timeouts(rows: list[dict[str, Any]]) -> Finding | None:
     """oslo.messaging ``MessagingTimeout`` (``oslo_messaging/exceptions.py``; raised when an RPC
     call gets no reply within ``rpc_response_timeout``; field notes 4, "Lost or late RPC
-    messages", 5). Fires at >= 2 WARNING/ERROR records naming it."""
+    messages", 5). Fires at >= 2 WARNING/ERROR records naming it. Not counted: nova's start-up
+    wait for conductor (``nova/conductor/api.py`` ``wait_until_ready`` catches MessagingTimeout
+    and logs "Timed out waiting for nova-conductor. ... Reattempting"), which is no request's
+    failure."""
     if not rows or (rows[0]["records"] or 0) < 2:
         return None
     r = rows[0]

@@ -1,0 +1,245 @@
+"""Findings rules (stacklens.analyze.findings): each rule on small canonical tables that trigger
+it and on tables that must not (weak evidence, benign records), through the real RunStore and
+DuckDB; and the hook into the report dict and both renderers."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from stacklens.analyze.findings import RULES, findings
+from stacklens.report.html import render_html
+from stacklens.report.terminal import render_terminal
+from stacklens.schema import conform
+from stacklens.store import RunStore
+
+S = 1_000_000_000
+T0 = 1_700_000_000 * S
+
+
+def _run(tmp_path, rule: str, **tables: list[dict]) -> dict | None:
+    """Write ``tables`` (rows as dicts; missing columns null) to a run folder and run one rule."""
+    store = RunStore(tmp_path / "run")
+    store.write({n: conform(pl.DataFrame(rows, infer_schema_length=None)
+                            if rows else pl.DataFrame(), n) for n, rows in tables.items()})
+    sel = tuple(r for r in RULES if r.name == rule)
+    assert sel, rule
+    with store.connect() as con:
+        out = findings(con, set(tables), sel)
+    assert len(out) <= 1
+    return out[0] if out else None
+
+
+def _builds(per_host: dict[str, int]) -> dict[str, list[dict]]:
+    traces, spans, events = [], [], []
+    i = 0
+    for host, n in per_host.items():
+        events.append({"host": host, "service": "nova-compute", "message": "start"})
+        for _ in range(n):
+            tid = f"req-{i}"
+            traces.append({"trace_id": tid, "operation": "server.create", "http_status": 202,
+                           "outcome": "success"})
+            spans.append({"trace_id": tid, "span_id": f"s{i}", "host": host,
+                          "service": "nova-compute", "status": "ok"})
+            i += 1
+    return {"traces": traces, "spans": spans, "events": events}
+
+
+def test_host_concentration_fires_on_few_hosts(tmp_path):
+    hosts = {"c7": 91, "c10": 69, "c3": 40, **{f"c{k}": 0 for k in (1, 2, 4, 5, 6, 8, 9)}}
+    f = _run(tmp_path, "host_concentration", **_builds(hosts))
+    assert f is not None and f["severity"] == "warning"
+    assert f["text"].startswith("3 of 10 compute hosts took all 200 builds (91/69/40)")
+    assert f["evidence"]["per_host"] == {"c7": 91, "c10": 69, "c3": 40}
+
+
+@pytest.mark.parametrize("hosts", [
+    {f"c{k}": 20 for k in range(10)},  # even spread
+    {"c1": 5, "c2": 4, **{f"c{k}": 0 for k in range(3, 10)}},  # too few builds to say
+    {"c1": 30, "c2": 30},  # too few hosts
+])
+def test_host_concentration_silent(tmp_path, hosts):
+    assert _run(tmp_path, "host_concentration", **_builds(hosts)) is None
+
+
+def _locks(waits: list[tuple[str, float]]) -> list[dict]:
+    return [{"service": "nova-compute", "lock_name": n, "lock_waited_s": w} for n, w in waits]
+
+
+def test_lock_waits(tmp_path):
+    ev = _locks([("compute_resources", 30.0)] * 20 + [("other", 0.5)] * 5)
+    f = _run(tmp_path, "lock_waits", events=ev)
+    assert f is not None and f["evidence"]["lock_name"] == "compute_resources"
+    assert f["evidence"]["total_waited_s"] == pytest.approx(600.0)
+    assert "`compute_resources` lock waited 600 s in total over 20 acquisitions" in f["text"]
+
+
+def test_lock_waits_silent_on_short_waits(tmp_path):
+    assert _run(tmp_path, "lock_waits", events=_locks([("compute_resources", 0.01)] * 500)) is None
+    assert _run(tmp_path, "lock_waits", events=_locks([("x", 100.0)] * 3)) is None
+
+
+def _client(n: int, wait_s: float, gone_early_s: float) -> dict[str, list[dict]]:
+    req, traces = [], []
+    for i in range(n):
+        t = T0 + i * S
+        req.append({"name": f"s{i}", "request_id": f"req-c{i}", "create_http_status": 202,
+                    "submit_ns": t, "delete_request_id": f"req-d{i}",
+                    "gone_ns": t + 100 * S - int(gone_early_s * S), "delete_s": 5.0})
+        traces.append({"trace_id": f"req-c{i}", "operation": "server.create", "http_status": 202,
+                       "outcome": "success", "start_ns": t + int(wait_s * S),
+                       "end_ns": t + 60 * S, "dur_s": 60.0})
+        traces.append({"trace_id": f"req-d{i}", "operation": "server.delete", "http_status": 204,
+                       "outcome": "success", "start_ns": t + 90 * S, "end_ns": t + 100 * S,
+                       "dur_s": 10.0})
+    return {"requests": req, "traces": traces}
+
+
+def test_api_queue(tmp_path):
+    f = _run(tmp_path, "api_queue", **_client(20, 17.8, 0))
+    assert f is not None
+    assert f["text"].startswith("POST /servers waited 17.8 s (p50")
+    assert f["evidence"]["creates"] == 20
+
+
+@pytest.mark.parametrize("n,wait", [(20, 0.2), (5, 30.0)])
+def test_api_queue_silent(tmp_path, n, wait):
+    assert _run(tmp_path, "api_queue", **_client(n, wait, 0)) is None
+
+
+def test_delete_gap(tmp_path):
+    f = _run(tmp_path, "delete_gap", **_client(20, 0.1, 8.0))
+    assert f is not None and f["evidence"]["gone_before_end"] == 20
+    assert f["evidence"]["gap_p50_s"] == pytest.approx(8.0)
+
+
+def test_delete_gap_silent_when_client_sees_the_end(tmp_path):
+    assert _run(tmp_path, "delete_gap", **_client(20, 0.1, -0.5)) is None
+
+
+def _failed(causes: list[tuple[str, str, str]], ok: int = 0) -> dict[str, list[dict]]:
+    traces, spans, et = [], [], []
+    for i, (svc, host, tpl) in enumerate(causes):
+        tid = f"req-f{i}"
+        traces.append({"trace_id": tid, "operation": "server.create", "http_status": 202,
+                       "outcome": "failed", "error": tpl, "error_service": svc})
+        spans.append({"trace_id": tid, "span_id": f"f{i}", "host": host, "service": svc,
+                      "status": "error"})
+        et.append({"trace_id": tid, "template_id": hash(tpl) % 1000, "template": tpl})
+    for i in range(ok):
+        spans.append({"trace_id": f"req-o{i}", "span_id": f"o{i}", "host": f"h{i}",
+                      "service": "nova-api", "status": "ok"})
+    return {"traces": traces, "spans": spans, "error_templates": et}
+
+
+def test_failure_cause_and_host(tmp_path):
+    causes = [("nova-compute", "cmp1", "Instance failed to spawn: <*>")] * 8 + [
+        ("neutron-server", "ctl", "Port binding failed")] * 2
+    f = _run(tmp_path, "failure_cause", **_failed(causes))
+    assert f is not None and f["severity"] == "critical"
+    assert f["text"].startswith("8 of 10 failed requests share one root cause in nova-compute")
+    f = _run(tmp_path, "failure_host", **_failed(causes, ok=3))
+    assert f is not None and f["evidence"] == {"host": "cmp1", "failed": 8, "all_failed": 10,
+                                               "hosts": 5}
+
+
+def test_failure_rules_silent(tmp_path):
+    few = [("nova-compute", "cmp1", "boom")] * 3
+    assert _run(tmp_path, "failure_cause", **_failed(few)) is None
+    spread = [("nova-compute", f"cmp{i}", f"error {i} kind") for i in range(6)]
+    assert _run(tmp_path, "failure_cause", **_failed(spread)) is None
+    assert _run(tmp_path, "failure_host", **_failed(spread)) is None
+
+
+def _breakdown(n: int, comp_share: float) -> dict[str, list[dict]]:
+    traces, bd = [], []
+    for i in range(n):
+        traces.append({"trace_id": f"t{i}", "operation": "server.create", "http_status": 202,
+                       "outcome": "success", "dur_s": 10.0})
+        bd += [{"trace_id": f"t{i}", "component": "nova-compute", "dur_s": 10 * comp_share},
+               {"trace_id": f"t{i}", "component": "nova-api", "dur_s": 10 * (1 - comp_share)}]
+    return {"traces": traces, "breakdown": bd}
+
+
+def test_dominant_component(tmp_path):
+    f = _run(tmp_path, "dominant_component", **_breakdown(25, 0.8))
+    assert f is not None and f["evidence"]["component"] == "nova-compute"
+    assert f["evidence"]["share"] == pytest.approx(0.8)
+    assert _run(tmp_path, "dominant_component", **_breakdown(25, 0.5)) is None
+    assert _run(tmp_path, "dominant_component", **_breakdown(5, 0.9)) is None
+
+
+def test_retries(tmp_path):
+    tr = [{"trace_id": f"t{i}", "http_status": 202, "outcome": "retried" if i < 4 else "success",
+           "retries": 1 if i < 4 else 0} for i in range(20)]
+    f = _run(tmp_path, "retries", traces=tr)
+    assert f is not None and f["evidence"]["rescheduled"] == 4
+    tr = [{"trace_id": f"t{i}", "http_status": 202, "outcome": "success",
+           "retries": 1 if i < 2 else 0} for i in range(20)]
+    assert _run(tmp_path, "retries", traces=tr) is None
+
+
+def test_rpc_timeouts(tmp_path):
+    # nova/conductor/manager.py style failure with the oslo.messaging exception in the traceback
+    ev = [{"service": "nova-conductor", "level": "ERROR", "request_id": f"req-{i}",
+           "message": "Failed to schedule instances",
+           "continuation": "oslo_messaging.exceptions.MessagingTimeout: Timed out waiting for a "
+                           "reply to message ID abc"} for i in range(3)]
+    f = _run(tmp_path, "rpc_timeouts", events=ev)
+    assert f is not None and f["evidence"]["records"] == 3
+
+
+def test_rpc_timeouts_silent_on_startup_wait(tmp_path):
+    # nova/conductor/api.py wait_until_ready: benign start-up wait for conductor
+    msg = ("Timed out waiting for nova-conductor.  Is it running? Or did this service start "
+           "before nova-conductor?  Reattempting establishment of nova-conductor connection...: "
+           "oslo_messaging.exceptions.MessagingTimeout: Timed out")
+    ev = [{"service": "nova-compute", "level": "WARNING", "request_id": f"req-{i}",
+           "message": msg} for i in range(5)]
+    assert _run(tmp_path, "rpc_timeouts", events=ev) is None
+
+
+def _clock(rows: list[tuple[str, str, float | None, bool]]) -> list[dict]:
+    return [{"day": "2026-11-22", "host": h, "reference": "ctl", "status": st, "offset_s": o,
+             "uncertainty_s": 0.002, "applied": a, "violations_before": 5, "violations_after": 0}
+            for h, st, o, a in rows]
+
+
+def test_clock_offsets(tmp_path):
+    rows = _clock([("ctl", "reference", 0.0, True), ("cmp1", "bounded", 0.250, True),
+                   ("cmp2", "unconnected", None, False)])
+    f = _run(tmp_path, "clock_offsets", clock_offsets=rows)
+    assert f is not None and "cmp1 +0.250 s" in f["text"] and "cmp2" in f["text"]
+    assert f["evidence"]["corrected"] == 1 and f["evidence"]["unchecked_hosts"] == 1
+
+
+def test_clock_offsets_silent_when_clocks_agree(tmp_path):
+    rows = _clock([("ctl", "reference", 0.0, True), ("cmp1", "bounded", 0.001, True)])
+    assert _run(tmp_path, "clock_offsets", clock_offsets=rows) is None
+
+
+def test_ingest_problems(tmp_path):
+    st = [{"file": "a.log.gz", "kind": "truncated_gzip", "severity": "data_loss", "count": 1},
+          {"file": "b.log", "kind": "format", "severity": "info", "count": 900}]
+    f = _run(tmp_path, "ingest_problems", ingest_stats=st)
+    assert f is not None and f["severity"] == "critical" and "truncated_gzip" in f["text"]
+    assert _run(tmp_path, "ingest_problems", ingest_stats=st[1:]) is None
+
+
+def test_missing_tables_and_old_columns_skip_rules(tmp_path):
+    store = RunStore(tmp_path / "run")
+    store.write({"traces": conform(pl.DataFrame(), "traces")})
+    with store.connect() as con:
+        assert findings(con, {"traces"}) == []
+
+
+def test_renderers_put_findings_first():
+    f = {"rule": "lock_waits", "severity": "warning",
+         "text": "the `compute_resources` lock waited <b>1</b> [bold]x[/bold]", "evidence": {}}
+    report = {"findings": [f]}
+    out = render_terminal(report)
+    assert out[0].plain.startswith("Findings\n- [warning] the `compute_resources` lock")
+    assert "[bold]x[/bold]" in out[0].plain
+    html = render_html(report)
+    assert html.index('id="findings"') < html.index('id="summary"')
+    assert "&lt;b&gt;1&lt;/b&gt;" in html
