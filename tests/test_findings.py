@@ -49,7 +49,7 @@ def test_host_concentration_fires_on_few_hosts(tmp_path):
     hosts = {"c7": 91, "c10": 69, "c3": 40, **{f"c{k}": 0 for k in (1, 2, 4, 5, 6, 8, 9)}}
     f = _run(tmp_path, "host_concentration", **_builds(hosts))
     assert f is not None and f["severity"] == "warning"
-    assert f["text"].startswith("3 of 10 compute hosts took all 200 builds (91/69/40)")
+    assert f["text"].startswith("3 of 10 compute hosts took all 200 builds (91/69/40) while 7 ")
     assert f["evidence"]["per_host"] == {"c7": 91, "c10": 69, "c3": 40}
 
 
@@ -84,7 +84,8 @@ def _client(n: int, wait_s: float, gone_early_s: float) -> dict[str, list[dict]]
     for i in range(n):
         t = T0 + i * S
         req.append({"name": f"s{i}", "request_id": f"req-c{i}", "create_http_status": 202,
-                    "submit_ns": t, "delete_request_id": f"req-d{i}",
+                    "submit_ns": t, "accepted_ns": t + int((wait_s + 1) * S),
+                    "delete_request_id": f"req-d{i}",
                     "gone_ns": t + 100 * S - int(gone_early_s * S), "delete_s": 5.0})
         traces.append({"trace_id": f"req-c{i}", "operation": "server.create", "http_status": 202,
                        "outcome": "success", "start_ns": t + int(wait_s * S),
@@ -92,7 +93,8 @@ def _client(n: int, wait_s: float, gone_early_s: float) -> dict[str, list[dict]]
         traces.append({"trace_id": f"req-d{i}", "operation": "server.delete", "http_status": 204,
                        "outcome": "success", "start_ns": t + 90 * S, "end_ns": t + 100 * S,
                        "dur_s": 10.0})
-    return {"requests": req, "traces": traces}
+    events = [{"host": "ctl", "service": "nova-api", "pid": p, "message": "x"} for p in (11, 12)]
+    return {"requests": req, "traces": traces, "events": events}
 
 
 def test_api_queue(tmp_path):
@@ -100,6 +102,9 @@ def test_api_queue(tmp_path):
     assert f is not None
     assert f["text"].startswith("POST /servers waited 17.8 s (p50")
     assert f["evidence"]["creates"] == 20
+    assert f["evidence"]["api_processes"] == 2
+    # submits 1 s apart, each in flight wait_s + 1 = 18.8 s: 19 overlap at the peak
+    assert f["evidence"]["peak_inflight"] == 19
 
 
 @pytest.mark.parametrize("n,wait", [(20, 0.2), (5, 30.0)])

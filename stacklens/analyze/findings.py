@@ -89,8 +89,10 @@ def host_concentration(rows: list[dict[str, Any]]) -> Finding | None:
     top = "/".join(str(c) for c in counts[:k])
     return _f(
         "host_concentration", "warning",
-        f"{k} of {len(rows)} compute hosts took {share} {total} builds ({top}): the scheduler "
-        f"placed from a stale view of host state (parallel requests, host_subset_size)",
+        f"{k} of {len(rows)} compute hosts took {share} {total} builds ({top}) while "
+        f"{sum(1 for c in counts if not c)} logging hosts took none: consistent with nova's "
+        f"scheduler weighing hosts from a stale view (concurrent requests see the same free "
+        f"resources)",
         compute_hosts=len(rows), hosts_used=sum(1 for c in counts if c), top_hosts=k,
         builds=total, builds_on_top=acc,
         per_host={r["host"]: r["builds"] for r in rows[:k]},
@@ -135,11 +137,21 @@ API_QUEUE_SQL = """
       FROM requests r
       LEFT JOIN traces g ON g.trace_id = r.global_request_id
       LEFT JOIN traces q ON q.trace_id = r.request_id
-      WHERE r.create_http_status IS NOT NULL)
+      WHERE r.create_http_status IS NOT NULL),
+         edges AS (
+      SELECT submit_ns AS ts_ns, 1 AS d FROM requests
+      WHERE submit_ns IS NOT NULL AND accepted_ns IS NOT NULL
+      UNION ALL
+      SELECT accepted_ns AS ts_ns, -1 AS d FROM requests
+      WHERE submit_ns IS NOT NULL AND accepted_ns IS NOT NULL),
+         run AS (SELECT sum(d) OVER (ORDER BY ts_ns, d ROWS UNBOUNDED PRECEDING) AS inflight
+                 FROM edges)
     SELECT count(*) AS n,
            percentile_cont(0.50) WITHIN GROUP (ORDER BY (t_start_ns - submit_ns) / 1e9) AS p50_s,
            percentile_cont(0.95) WITHIN GROUP (ORDER BY (t_start_ns - submit_ns) / 1e9) AS p95_s,
-           (SELECT count(*) FROM requests) AS clients
+           (SELECT max(inflight) FROM run) AS peak_inflight,
+           (SELECT count(DISTINCT concat(host, ':', CAST(pid AS VARCHAR))) FROM events
+            WHERE service = 'nova-api' AND pid IS NOT NULL) AS api_processes
     FROM j WHERE t_start_ns IS NOT NULL AND submit_ns IS NOT NULL
 """
 
@@ -147,20 +159,26 @@ API_QUEUE_SQL = """
 def api_queue(rows: list[dict[str, Any]]) -> Finding | None:
     """Creates that waited before nova-api logged anything for them (client ``requests`` records
     of ``stacklens run`` joined to traces by request id: client submit to the trace's first
-    record). A wait of seconds is queueing in front of the API: too few API workers
-    (``osapi_compute_workers``, field notes 7; "single-process API services", field notes 4) or
-    the client's connection pool. Fires when >= 10 creates matched and the p50 wait is >= 1 s."""
+    record). A wait of seconds while many creates are in flight (submit to response, peak) is
+    queueing in front of the API: too few API workers (``osapi_compute_workers`` or the WSGI
+    server's workers, field notes 7; "single-process API services", field notes 4); the
+    processes nova-api logged from are counted (host:pid). Fires when >= 10 creates matched and
+    the p50 wait is >= 1 s."""
     if not rows or (rows[0]["n"] or 0) < MIN_CLIENT or rows[0]["p50_s"] is None:
         return None
     r = rows[0]
     if r["p50_s"] < 1.0:
         return None
+    procs = (f"; nova-api logged from {r['api_processes']} processes"
+             if r["api_processes"] else "")
     return _f(
         "api_queue", "warning",
-        f"POST /servers waited {_sec(r['p50_s'])} (p50; p95 {_sec(r['p95_s'])}) between the "
-        f"client's submit and nova-api's first record, over {r['n']} creates: too few API "
-        f"workers (or client connections) for the load",
+        f"POST /servers waited {_sec(r['p50_s'])} (p50; p95 {_sec(r['p95_s'])}) before nova-api "
+        f"handled it (client submit to nova-api's first record, {r['n']} creates; up to "
+        f"{r['peak_inflight']} in flight{procs}): too few API workers for the concurrent "
+        f"clients (or the client's own connection limit)",
         creates=r["n"], wait_p50_s=r["p50_s"], wait_p95_s=r["p95_s"],
+        peak_inflight=r["peak_inflight"], api_processes=r["api_processes"],
     )
 
 
@@ -420,7 +438,7 @@ RULES: tuple[Rule, ...] = (
     Rule("host_concentration", ("events", "traces", "spans"), HOST_CONCENTRATION_SQL,
          host_concentration),
     Rule("lock_waits", ("events",), LOCK_WAITS_SQL, lock_waits),
-    Rule("api_queue", ("requests", "traces"), API_QUEUE_SQL, api_queue),
+    Rule("api_queue", ("requests", "traces", "events"), API_QUEUE_SQL, api_queue),
     Rule("retries", ("traces",), RETRIES_SQL, retries),
     Rule("dominant_component", ("traces", "breakdown"), DOMINANT_COMPONENT_SQL,
          dominant_component),
