@@ -131,9 +131,9 @@ def _failed(causes: list[tuple[str, str, str]], ok: int = 0) -> dict[str, list[d
         spans.append({"trace_id": tid, "span_id": f"f{i}", "host": host, "service": svc,
                       "status": "error"})
         et.append({"trace_id": tid, "template_id": hash(tpl) % 1000, "template": tpl})
-    for i in range(ok):
-        spans.append({"trace_id": f"req-o{i}", "span_id": f"o{i}", "host": f"h{i}",
-                      "service": "nova-api", "status": "ok"})
+    for i in range(ok):  # successful builds on other computes
+        spans.append({"trace_id": f"req-o{i}", "span_id": f"o{i}", "host": f"cmp{i + 2}",
+                      "service": "nova-compute", "status": "ok"})
     return {"traces": traces, "spans": spans, "error_templates": et}
 
 
@@ -144,8 +144,17 @@ def test_failure_cause_and_host(tmp_path):
     assert f is not None and f["severity"] == "critical"
     assert f["text"].startswith("8 of 10 failed requests share one root cause in nova-compute")
     f = _run(tmp_path, "failure_host", **_failed(causes, ok=3))
-    assert f is not None and f["evidence"] == {"host": "cmp1", "failed": 8, "all_failed": 10,
-                                               "hosts": 5}
+    assert f is not None and f["evidence"] == {"service": "nova-compute", "host": "cmp1",
+                                               "failed": 8, "all_failed": 8, "hosts": 4}
+    assert f["text"] == ("8 of 8 requests that failed in nova-compute failed on host cmp1 "
+                         "(nova-compute ran on 4 hosts)")
+
+
+def test_failure_host_silent_for_a_single_host_service(tmp_path):
+    # every nova-api failure is on the one API host: that says nothing about hosts
+    causes = [("nova-api", "ctl", "Caught error: Unable to establish connection")] * 9
+    tables = _failed(causes, ok=3)
+    assert _run(tmp_path, "failure_host", **tables) is None
 
 
 def test_failure_rules_silent(tmp_path):
@@ -192,6 +201,7 @@ def test_rpc_timeouts(tmp_path):
                            "reply to message ID abc"} for i in range(3)]
     f = _run(tmp_path, "rpc_timeouts", events=ev)
     assert f is not None and f["evidence"]["records"] == 3
+    assert f["evidence"]["per_service"] == {"nova-conductor": 3}
 
 
 def test_rpc_timeouts_silent_on_startup_wait(tmp_path):
@@ -212,10 +222,13 @@ def _clock(rows: list[tuple[str, str, float | None, bool]]) -> list[dict]:
 
 def test_clock_offsets(tmp_path):
     rows = _clock([("ctl", "reference", 0.0, True), ("cmp1", "bounded", 0.250, True),
-                   ("cmp2", "unconnected", None, False)])
+                   ("cmp3", "bounded", -0.120, True), ("cmp2", "unconnected", None, False)])
     f = _run(tmp_path, "clock_offsets", clock_offsets=rows)
-    assert f is not None and "cmp1 +0.250 s" in f["text"] and "cmp2" in f["text"]
-    assert f["evidence"]["corrected"] == 1 and f["evidence"]["unchecked_hosts"] == 1
+    assert f is not None and "2026-11-22 cmp1 +0.250 s" in f["text"]
+    assert "cmp2 (unconnected)" in f["text"]
+    # the day's violation count (repeated on each host row) is counted once
+    assert "causal violations on those 1 days 5 -> 0" in f["text"]
+    assert f["evidence"]["corrected"] == 2 and f["evidence"]["not_pinned"] == 1
 
 
 def test_clock_offsets_silent_when_clocks_agree(tmp_path):
@@ -248,3 +261,7 @@ def test_renderers_put_findings_first():
     html = render_html(report)
     assert html.index('id="findings"') < html.index('id="summary"')
     assert "&lt;b&gt;1&lt;/b&gt;" in html
+
+
+def test_terminal_says_when_no_rule_fired():
+    assert render_terminal({"findings": []})[0].plain == "Findings\nnone: no rule had enough evidence"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
@@ -226,13 +227,22 @@ def delete_gap(rows: list[dict[str, Any]]) -> Finding | None:
 FAILURE_CAUSE_SQL = f"""
     WITH f AS (
       SELECT coalesce(t.error_service, 'api') AS component,
-             coalesce(m.template, t.error, t.outcome_reason) AS template, t.trace_id
+             coalesce(m.template, t.error, t.outcome_reason) AS template, t.trace_id,
+             t.start_ns
       FROM traces t LEFT JOIN error_templates m ON m.trace_id = t.trace_id
       WHERE t.outcome = 'failed' AND t.{_REQ})
-    SELECT component, template, count(*) AS failed,
-           (SELECT count(*) FROM f) AS all_failed
+    SELECT component, template, count(*) AS failed, min(start_ns) AS first_ns,
+           max(start_ns) AS last_ns, (SELECT count(*) FROM f) AS all_failed
     FROM f GROUP BY component, template ORDER BY failed DESC, component, template LIMIT 1
 """
+
+
+def _when(first_ns: int | None, last_ns: int | None) -> str:
+    if first_ns is None or last_ns is None:
+        return ""
+    a, b = (datetime.fromtimestamp(x / 1e9, UTC).strftime("%Y-%m-%d %H:%M") for x in
+            (first_ns, last_ns))
+    return f" ({a} .. {b} UTC)" if a != b else f" ({a} UTC)"
 
 
 def failure_cause(rows: list[dict[str, Any]]) -> Finding | None:
@@ -248,37 +258,44 @@ def failure_cause(rows: list[dict[str, Any]]) -> Finding | None:
     return _f(
         "failure_cause", "critical",
         f"{r['failed']} of {r['all_failed']} failed requests share one root cause in "
-        f"{r['component']}: {tpl}",
+        f"{r['component']}{_when(r['first_ns'], r['last_ns'])}: {tpl}",
         failed=r["failed"], all_failed=r["all_failed"], component=r["component"], template=tpl,
+        first_ns=r["first_ns"], last_ns=r["last_ns"],
     )
 
 
 # -- failures on one host ---------------------------------------------------------------------
 FAILURE_HOST_SQL = f"""
     WITH f AS (
-      SELECT DISTINCT t.trace_id, s.host
+      SELECT DISTINCT t.trace_id, t.error_service AS service, s.host
       FROM traces t JOIN spans s ON s.trace_id = t.trace_id AND s.status = 'error'
-      WHERE t.outcome = 'failed' AND t.{_REQ} AND s.service = t.error_service)
-    SELECT host, count(*) AS failed,
-           (SELECT count(DISTINCT trace_id) FROM f) AS all_failed,
-           (SELECT count(DISTINCT host) FROM spans) AS hosts
-    FROM f GROUP BY host ORDER BY failed DESC, host LIMIT 1
+      WHERE t.outcome = 'failed' AND t.{_REQ} AND s.service = t.error_service),
+         svc_hosts AS (SELECT service, count(DISTINCT host) AS hosts FROM spans GROUP BY service),
+         per AS (SELECT service, host, count(*) AS failed FROM f GROUP BY service, host),
+         tot AS (SELECT service, count(DISTINCT trace_id) AS all_failed FROM f GROUP BY service)
+    SELECT per.service, per.host, per.failed, tot.all_failed, h.hosts
+    FROM per JOIN tot ON tot.service = per.service JOIN svc_hosts h ON h.service = per.service
+    WHERE h.hosts >= 2
+    ORDER BY per.failed DESC, per.service, per.host LIMIT 1
 """
 
 
 def failure_host(rows: list[dict[str, Any]]) -> Finding | None:
-    """Failed requests whose root-cause component failed on one host (a sick node: disk, agent
-    down, libvirt; field notes 4). Fires when >= 5 requests failed, the run has >= 3 hosts, and
-    one host holds >= 80 % of the failing spans."""
-    if not rows or (rows[0]["all_failed"] or 0) < MIN_FAILED or rows[0]["hosts"] < 3:
+    """Failures of a service that runs on several hosts, concentrated on one of them (a sick
+    node: disk, agent down, libvirt; field notes 4). A service that runs on one host only says
+    nothing about hosts, so it is left out. Fires when >= 5 requests failed in that service and
+    one of its >= 2 hosts holds >= 80 % of them."""
+    if not rows or (rows[0]["all_failed"] or 0) < MIN_FAILED:
         return None
     r = rows[0]
     if r["failed"] < 0.8 * r["all_failed"]:
         return None
     return _f(
         "failure_host", "critical",
-        f"{r['failed']} of {r['all_failed']} failed requests failed on host {r['host']}",
-        host=r["host"], failed=r["failed"], all_failed=r["all_failed"], hosts=r["hosts"],
+        f"{r['failed']} of {r['all_failed']} requests that failed in {r['service']} failed on "
+        f"host {r['host']} ({r['service']} ran on {r['hosts']} hosts)",
+        service=r["service"], host=r["host"], failed=r["failed"], all_failed=r["all_failed"],
+        hosts=r["hosts"],
     )
 
 
@@ -343,12 +360,13 @@ def retries(rows: list[dict[str, Any]]) -> Finding | None:
 
 # -- RPC timeouts -----------------------------------------------------------------------------
 RPC_TIMEOUT_SQL = """
-    SELECT count(*) AS records, count(DISTINCT coalesce(request_id, file)) AS contexts,
-           count(DISTINCT service) AS services, min(service) AS first_service
+    SELECT service, count(*) AS records, count(DISTINCT host) AS hosts,
+           min(ts_ns) AS first_ns, max(ts_ns) AS last_ns
     FROM events
     WHERE level IN ('ERROR', 'CRITICAL', 'WARNING')
       AND (message LIKE '%MessagingTimeout%' OR continuation LIKE '%MessagingTimeout%')
       AND message NOT LIKE 'Timed out waiting for nova-conductor%'
+    GROUP BY service ORDER BY records DESC, service
 """
 
 
@@ -359,14 +377,19 @@ def rpc_timeouts(rows: list[dict[str, Any]]) -> Finding | None:
     wait for conductor (``nova/conductor/api.py`` ``wait_until_ready`` catches MessagingTimeout
     and logs "Timed out waiting for nova-conductor. ... Reattempting"), which is no request's
     failure."""
-    if not rows or (rows[0]["records"] or 0) < 2:
+    n = sum(r["records"] for r in rows)
+    if n < 2:
         return None
-    r = rows[0]
+    first = min((r["first_ns"] for r in rows if r["first_ns"] is not None), default=None)
+    last = max((r["last_ns"] for r in rows if r["last_ns"] is not None), default=None)
+    svcs = ", ".join(f"{r['service']} {r['records']}" for r in rows[:4])
+    more = f" and {len(rows) - 4} more services" if len(rows) > 4 else ""
     return _f(
         "rpc_timeouts", "critical",
-        f"{r['records']} records report an RPC MessagingTimeout (in {r['contexts']} requests or "
-        f"files, {r['services']} services): RPC replies lost or later than rpc_response_timeout",
-        records=r["records"], contexts=r["contexts"], services=r["services"],
+        f"{n} WARNING/ERROR records report an RPC MessagingTimeout ({svcs}{more})"
+        f"{_when(first, last)}: RPC replies lost or later than rpc_response_timeout",
+        records=n, services=len(rows), first_ns=first, last_ns=last,
+        per_service={r["service"]: r["records"] for r in rows},
     )
 
 
@@ -381,29 +404,33 @@ CLOCKS_SQL = """
 
 def clock_offsets(rows: list[dict[str, Any]]) -> Finding | None:
     """Host clocks found offset by the causal-pair solver (:mod:`stacklens.trace.skew`): a
-    corrected offset >= 10 ms (applied) changes cross-host timing; hosts with no usable pair
-    cannot be checked. Fires when either exists."""
+    corrected offset >= 10 ms (applied) changes cross-host timing; hosts whose offset could not
+    be pinned (no usable pair, one-sided bounds, or too uncertain to apply) keep raw times, so
+    their cross-host order is unchecked. Fires when either exists. Violations are per day (the
+    table repeats a day's count on each host row)."""
     off = [r for r in rows if r["applied"] and r["offset_s"] is not None
            and abs(r["offset_s"]) >= 0.010]
-    loose = sorted({r["host"] for r in rows if r["status"] in ("unconnected", "unconstrained")})
+    loose = [r for r in rows if not r["applied"]]
     if not off and not loose:
         return None
     parts = []
     if off:
-        ex = ", ".join(f"{r['host']} {r['offset_s']:+.3f} s +- {r['uncertainty_s']:.3f}"
-                       for r in off[:4])
+        ex = ", ".join(f"{r['day']} {r['host']} {r['offset_s']:+.3f} s +- "
+                       f"{r['uncertainty_s']:.3f}" for r in off[:4])
         more = f" and {len(off) - 4} more" if len(off) > 4 else ""
-        vb = sum(r["violations_before"] or 0 for r in off)
-        va = sum(r["violations_after"] or 0 for r in off)
+        days = {r["day"]: (r["violations_before"] or 0, r["violations_after"] or 0) for r in off}
+        vb = sum(v[0] for v in days.values())
+        va = sum(v[1] for v in days.values())
         parts.append(f"clock offsets corrected on {len(off)} host-days ({ex}{more}); causal "
-                     f"violations {vb} -> {va}")
+                     f"violations on those {len(days)} days {vb} -> {va}")
     if loose:
-        parts.append(f"{len(loose)} hosts had no causal pair to check their clock "
-                     f"({', '.join(loose[:5])}{' ...' if len(loose) > 5 else ''})")
+        ex = ", ".join(f"{r['day']} {r['host']} ({r['status']})" for r in loose[:4])
+        more = f" and {len(loose) - 4} more" if len(loose) > 4 else ""
+        parts.append(f"{len(loose)} host-days kept raw times, offset not pinned: {ex}{more}")
     return _f(
         "clock_offsets", "info", "; ".join(parts),
         corrected=len(off), max_abs_offset_s=max((abs(r["offset_s"]) for r in off), default=0.0),
-        unchecked_hosts=len(loose),
+        not_pinned=len(loose),
     )
 
 

@@ -33,11 +33,13 @@ def _table(title: str, cols: list[str], rows: list[list[Any]], right: set[int]) 
 
 def _findings(report: dict[str, Any]) -> Text | None:
     """The report's findings (:mod:`stacklens.analyze.findings`) as one block of words."""
-    fs = report.get("findings") or []
-    if not fs:
-        return None
+    fs = report.get("findings")
+    if fs is None:
+        return None  # a report of an older stacklens
     t = Text()
     t.append("Findings\n", style="bold")
+    if not fs:
+        t.append("none: no rule had enough evidence\n")
     for f in fs:
         t.append(f"- [{f.get('severity')}] ", style="bold red" if f.get("severity") == "critical"
                  else "bold")
