@@ -265,3 +265,38 @@ def test_renderers_put_findings_first():
 
 def test_terminal_says_when_no_rule_fired():
     assert render_terminal({"findings": []})[0].plain == "Findings\nnone: no rule had enough evidence"
+
+
+def test_pipeline_on_synthetic_2025_1_storm(tmp_path):
+    """ingest -> trace -> analyze on nova 31.0.0 (2025.1) logs written by tests/synth_nova.py:
+    24 builds on 2 of 6 computes, then deletes that wait 12 s each on ``compute_resources``."""
+    from synth_nova import Cloud, boot_success, delete_success, rid
+
+    from stacklens.analyze.run import analyze
+    from stacklens.ingest.pipeline import ingest
+    from stacklens.trace import build_traces
+
+    c = Cloud("2025.1")
+    for k in range(1, 7):  # every compute logs (nova/service.py start-up line)
+        c.log(f"cpu{k}", "nova-compute", 0.5, "INFO", "nova.service", None,
+              "Starting compute node (version 31.0.0)")
+    for n in range(24):
+        t = 1.0 + n
+        c.api(t + 0.2, rid(n), "POST", "/v2.1/servers", 202)
+        boot_success(c, n, host=f"cpu{1 + n % 2}", t=t + 0.3)
+        delete_success(c, 100 + n, host=f"cpu{1 + n % 2}", t=t + 40)
+    root = c.write(tmp_path / "logs")
+    res = ingest([str(root)])
+    store = RunStore(tmp_path / "run")
+    store.write({"events": res.events, "ingest_stats": res.ingest_stats,
+                 "quarantine": res.quarantine})
+    store.write(build_traces(res.events))
+    report = analyze(store)
+    by_rule = {f["rule"]: f for f in report["findings"]}
+    hc = by_rule["host_concentration"]
+    assert hc["text"].startswith("2 of 6 compute hosts took all 24 builds (12/12) while 4 ")
+    lw = by_rule["lock_waits"]
+    assert lw["evidence"]["lock_name"] == "compute_resources"
+    assert lw["evidence"]["waits"] == 24 and lw["evidence"]["total_waited_s"] == pytest.approx(288)
+    assert "failure_cause" not in by_rule and "api_queue" not in by_rule
+    assert render_terminal(report)[0].plain.startswith("Findings\n")
