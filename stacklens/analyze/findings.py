@@ -35,12 +35,14 @@ MIN_CLIENT = 10
 @dataclass(frozen=True)
 class Rule:
     """One finding rule: ``sql`` over the tables in ``needs``; ``judge(rows)`` returns a finding
-    or None. ``rows`` is a list of dicts (column -> value)."""
+    or None. ``rows`` is a list of dicts (column -> value). ``unless``: rules whose finding says
+    the same thing with better evidence; this rule is skipped when one of them fired."""
 
     name: str
     needs: tuple[str, ...]
     sql: str
     judge: Callable[[list[dict[str, Any]]], Finding | None]
+    unless: tuple[str, ...] = ()
 
 
 def _f(rule: str, severity: str, text: str, **evidence: Any) -> Finding:
@@ -323,9 +325,11 @@ def dominant_component(rows: list[dict[str, Any]]) -> Finding | None:
     share = r["comp_s"] / r["total_s"]
     if share < 0.6:
         return None
+    what = ("time between components (queues, RPC, polling)"
+            if r["component"] == "between components" else r["component"])
     return _f(
         "dominant_component", "info",
-        f"{r['component']} takes {100 * share:.0f}% of the time of {r['operation']} "
+        f"{what} takes {100 * share:.0f}% of the time of {r['operation']} "
         f"({_n(r['comp_s'])} of {_n(r['total_s'])} s over {r['n']} successful requests)",
         operation=r["operation"], component=r["component"], requests=r["n"], share=share,
         component_s=r["comp_s"], total_s=r["total_s"],
@@ -390,6 +394,74 @@ def rpc_timeouts(rows: list[dict[str, Any]]) -> Finding | None:
         f"{_when(first, last)}: RPC replies lost or later than rpc_response_timeout",
         records=n, services=len(rows), first_ns=first, last_ns=last,
         per_service={r["service"]: r["records"] for r in rows},
+    )
+
+
+# -- delete cleanup after the instance is gone (no client records) ---------------------------
+DELETE_CLEANUP_SQL = """
+    SELECT phase, count(*) AS n,
+           percentile_cont(0.50) WITHIN GROUP (ORDER BY dur_s) AS p50_s,
+           percentile_cont(0.95) WITHIN GROUP (ORDER BY dur_s) AS p95_s
+    FROM phases WHERE service = 'nova-compute' AND phase IN ('teardown', 'resource_cleanup')
+    GROUP BY phase
+"""
+
+
+def delete_cleanup(rows: list[dict[str, Any]]) -> Finding | None:
+    """Deletes whose compute-side cleanup outlasts the teardown: nova-compute's
+    ``_delete_instance`` (``nova/compute/manager.py``) destroys the guest and the instance row
+    (what a client polling ``GET /servers/{id}`` sees as gone), then ``_complete_deletion``
+    updates the resource tracker under the ``compute_resources`` lock and deletes placement
+    allocations; the capacity is free only then (phases ``teardown``: "Terminating instance"
+    to "Instance destroyed"; ``resource_cleanup``: destroyed to "Deleted allocations"). Fires
+    when >= 10 deletes have both phases, the cleanup p50 is >= 1 s and more than twice the
+    teardown p50. Skipped when client records gave :func:`delete_gap`."""
+    by = {r["phase"]: r for r in rows}
+    td, rc = by.get("teardown"), by.get("resource_cleanup")
+    if td is None or rc is None or rc["n"] < MIN_CLIENT or rc["p50_s"] is None:
+        return None
+    if rc["p50_s"] < 1.0 or rc["p50_s"] <= 2 * (td["p50_s"] or 0.0):
+        return None
+    return _f(
+        "delete_cleanup", "info",
+        f"nova-compute deletes spent {_sec(rc['p50_s'])} (p50; p95 {_sec(rc['p95_s'])}, "
+        f"{rc['n']} deletes) in resource-tracker and placement cleanup after the guest was "
+        f"destroyed (teardown p50 {_sec(td['p50_s'])}): a delete looks done to clients well "
+        f"before the host's capacity is free",
+        deletes=rc["n"], cleanup_p50_s=rc["p50_s"], cleanup_p95_s=rc["p95_s"],
+        teardown_p50_s=td["p50_s"],
+    )
+
+
+# -- outcomes the logs cannot decide ----------------------------------------------------------
+UNKNOWN_SQL = f"""
+    SELECT operation, count(*) AS requests,
+           sum(CASE WHEN outcome = 'unknown' THEN 1 ELSE 0 END) AS unknown,
+           (SELECT count(*) FROM traces WHERE {_REQ}) AS all_requests,
+           (SELECT sum(CASE WHEN outcome = 'unknown' THEN 1 ELSE 0 END) FROM traces
+            WHERE {_REQ}) AS all_unknown
+    FROM traces WHERE {_REQ}
+    GROUP BY operation ORDER BY unknown DESC, operation LIMIT 3
+"""
+
+
+def unknown_outcomes(rows: list[dict[str, Any]]) -> Finding | None:
+    """Requests whose completion is not in the logs (outcome ``unknown``,
+    :mod:`stacklens.trace.classify`): their success rate and latency are missing evidence, not
+    success (logs cut, a service's log absent, INFO-only logs of a release whose completion
+    marker is DEBUG). Fires when >= 10 requests and >= 20 % of all requests are unknown."""
+    if not rows or (rows[0]["all_unknown"] or 0) < 10:
+        return None
+    r = rows[0]
+    if r["all_unknown"] < 0.2 * r["all_requests"]:
+        return None
+    ops = ", ".join(f"{x['operation']} {x['unknown']} of {x['requests']}" for x in rows
+                    if x["unknown"])
+    return _f(
+        "unknown_outcomes", "warning",
+        f"{r['all_unknown']} of {r['all_requests']} requests have no logged completion (outcome "
+        f"unknown: {ops}): their success and latency are not in these logs",
+        unknown=r["all_unknown"], requests=r["all_requests"],
     )
 
 
@@ -470,6 +542,9 @@ RULES: tuple[Rule, ...] = (
     Rule("dominant_component", ("traces", "breakdown"), DOMINANT_COMPONENT_SQL,
          dominant_component),
     Rule("delete_gap", ("requests", "traces"), DELETE_GAP_SQL, delete_gap),
+    Rule("delete_cleanup", ("phases",), DELETE_CLEANUP_SQL, delete_cleanup,
+         unless=("delete_gap",)),
+    Rule("unknown_outcomes", ("traces",), UNKNOWN_SQL, unknown_outcomes),
     Rule("clock_offsets", ("clock_offsets",), CLOCKS_SQL, clock_offsets),
     Rule("ingest_problems", ("ingest_stats",), INGEST_SQL, ingest_problems),
 )
@@ -489,7 +564,7 @@ def findings(con: duckdb.DuckDBPyConnection, present: set[str],
     format lacks, are skipped."""
     out: list[Finding] = []
     for rule in rules:
-        if not set(rule.needs) <= present:
+        if not set(rule.needs) <= present or any(f["rule"] in rule.unless for f in out):
             continue
         try:
             cur = con.execute(rule.sql)

@@ -138,7 +138,8 @@ def analyze(store: RunStore, *, quarantine_sample: int = 200) -> dict[str, Any]:
                 "rows": _rows(con, "client_server"),
             }
         found = findings(con, {t for t in ("events", "traces", "spans", "breakdown", "requests",
-                                           "error_templates", "clock_offsets", "ingest_stats")
+                                           "error_templates", "clock_offsets", "ingest_stats",
+                                           "phases")
                                if store.has(t)})
         qn = con.execute("SELECT count(*) FROM quarantine").fetchall()[0][0]
         qs = con.sql(
