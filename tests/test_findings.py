@@ -47,7 +47,14 @@ def _builds(per_host: dict[str, int]) -> dict[str, list[dict]]:
 
 def test_host_concentration_fires_on_few_hosts(tmp_path):
     hosts = {"c7": 91, "c10": 69, "c3": 40, **{f"c{k}": 0 for k in (1, 2, 4, 5, 6, 8, 9)}}
-    f = _run(tmp_path, "host_concentration", **_builds(hosts))
+    tables = _builds(hosts)
+    for sp in tables["spans"]:
+        sp["start_ns"] = T0 + 10 * S
+    # 5 builds failed first on c1 and were rescheduled: they count once, where they ended
+    tables["spans"] += [{"trace_id": f"req-{i}", "span_id": f"r{i}", "host": "c1",
+                         "service": "nova-compute", "status": "error", "start_ns": T0}
+                        for i in range(5)]
+    f = _run(tmp_path, "host_concentration", **tables)
     assert f is not None and f["severity"] == "warning"
     assert f["text"].startswith("3 of 10 compute hosts took all 200 builds (91/69/40) while 7 ")
     assert f["evidence"]["per_host"] == {"c7": 91, "c10": 69, "c3": 40}

@@ -61,11 +61,13 @@ def _sec(x: float) -> str:
 # -- host concentration ---------------------------------------------------------------------
 HOST_CONCENTRATION_SQL = """
     WITH hosts AS (SELECT DISTINCT host FROM events WHERE service = 'nova-compute'),
-         builds AS (
-           SELECT s.host, count(DISTINCT t.trace_id) AS builds
+         attempts AS (
+           SELECT s.host, t.trace_id,
+                  row_number() OVER (PARTITION BY t.trace_id
+                                     ORDER BY s.start_ns DESC, s.host) AS k
            FROM traces t JOIN spans s ON s.trace_id = t.trace_id
-           WHERE t.operation = 'server.create' AND s.service = 'nova-compute'
-           GROUP BY s.host)
+           WHERE t.operation = 'server.create' AND s.service = 'nova-compute'),
+         builds AS (SELECT host, count(*) AS builds FROM attempts WHERE k = 1 GROUP BY host)
     SELECT h.host, coalesce(b.builds, 0) AS builds
     FROM hosts h LEFT JOIN builds b ON b.host = h.host
     ORDER BY builds DESC, h.host
