@@ -361,3 +361,15 @@ def test_rule_sql_runs_on_spark_dialect(rule):
 
     sqlglot.parse_one(for_engine(rule.sql, "spark"), read="spark")
     assert rule.judge.__doc__ and "Fires" in rule.judge.__doc__
+
+
+def test_findings_on_the_devstack_job(devstack_run):
+    """The real devstack-gate job (one host, 3 failed requests): too few failures for a failure
+    finding; volume.create is the costliest operation and cinder-volume does most of it."""
+    _, report = devstack_run
+    by_rule = {f["rule"]: f for f in report["findings"]}
+    assert "failure_cause" not in by_rule and "host_concentration" not in by_rule
+    dc = by_rule["dominant_component"]["evidence"]
+    assert (dc["operation"], dc["component"]) == ("volume.create", "cinder-volume")
+    comp = {(c["operation"], c["component"]): c["share"] for c in report["components"]}
+    assert dc["share"] == pytest.approx(comp[("volume.create", "cinder-volume")])
