@@ -114,6 +114,14 @@ def test_api_queue(tmp_path):
     assert f["evidence"]["peak_inflight"] == 19
 
 
+def test_api_queue_without_response_times(tmp_path):
+    tables = _client(20, 17.8, 0)
+    for r in tables["requests"]:
+        r["accepted_ns"] = None
+    f = _run(tmp_path, "api_queue", **tables)
+    assert f is not None and "in flight" not in f["text"] and f["evidence"]["peak_inflight"] is None
+
+
 @pytest.mark.parametrize("n,wait", [(20, 0.2), (5, 30.0)])
 def test_api_queue_silent(tmp_path, n, wait):
     assert _run(tmp_path, "api_queue", **_client(n, wait, 0)) is None
@@ -249,6 +257,14 @@ def test_ingest_problems(tmp_path):
     f = _run(tmp_path, "ingest_problems", ingest_stats=st)
     assert f is not None and f["severity"] == "critical" and "truncated_gzip" in f["text"]
     assert _run(tmp_path, "ingest_problems", ingest_stats=st[1:]) is None
+
+
+def test_ingest_problems_names_the_layout_fix(tmp_path):
+    st = [{"file": "logs/nova-compute-3.log", "kind": "layout_ambiguous", "severity": "warning",
+           "count": 1, "detail": "host guessed from the file name: --host-map nova-compute-3.log=3"}]
+    f = _run(tmp_path, "ingest_problems", ingest_stats=st)
+    assert f is not None and f["severity"] == "warning"
+    assert f["text"].endswith("; host guessed from the file name: --host-map nova-compute-3.log=3")
 
 
 def test_missing_tables_and_old_columns_skip_rules(tmp_path):

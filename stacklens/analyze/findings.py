@@ -176,11 +176,12 @@ def api_queue(rows: list[dict[str, Any]]) -> Finding | None:
         return None
     procs = (f"; nova-api logged from {r['api_processes']} processes"
              if r["api_processes"] else "")
+    peak = "" if r["peak_inflight"] is None else f"; up to {r['peak_inflight']} in flight"
     return _f(
         "api_queue", "warning",
         f"POST /servers waited {_sec(r['p50_s'])} (p50; p95 {_sec(r['p95_s'])}) before nova-api "
-        f"handled it (client submit to nova-api's first record, {r['n']} creates; up to "
-        f"{r['peak_inflight']} in flight{procs}): too few API workers for the concurrent "
+        f"handled it (client submit to nova-api's first record, {r['n']} creates"
+        f"{peak}{procs}): too few API workers for the concurrent "
         f"clients (or the client's own connection limit)",
         creates=r["n"], wait_p50_s=r["p50_s"], wait_p95_s=r["p95_s"],
         peak_inflight=r["peak_inflight"], api_processes=r["api_processes"],
@@ -510,7 +511,8 @@ def clock_offsets(rows: list[dict[str, Any]]) -> Finding | None:
 
 # -- ingest problems --------------------------------------------------------------------------
 INGEST_SQL = """
-    SELECT kind, severity, sum("count") AS n, count(DISTINCT file) AS files
+    SELECT kind, severity, sum("count") AS n, count(DISTINCT file) AS files,
+           min(detail) AS detail
     FROM ingest_stats
     WHERE severity IN ('error', 'data_loss') OR kind = 'layout_ambiguous'
     GROUP BY kind, severity ORDER BY n DESC, kind
@@ -526,8 +528,10 @@ def ingest_problems(rows: list[dict[str, Any]]) -> Finding | None:
         return None
     sev = "critical" if any(r["severity"] == "data_loss" for r in rows) else "warning"
     kinds = ", ".join(f"{r['kind']} {_n(r['n'])} ({r['files']} files)" for r in rows[:5])
+    fix = next((f"; {r['detail']}" for r in rows if r["kind"] == "layout_ambiguous"
+                and r["detail"]), "")
     return _f(
-        "ingest_problems", sev, f"input not read whole: {kinds}",
+        "ingest_problems", sev, f"input not read whole or not placed for sure: {kinds}{fix}",
         **{f"{r['kind']}_{r['severity']}": r["n"] for r in rows[:10]},
     )
 
