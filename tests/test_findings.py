@@ -276,7 +276,8 @@ def test_missing_tables_and_old_columns_skip_rules(tmp_path):
 
 def test_renderers_put_findings_first():
     f = {"rule": "lock_waits", "severity": "warning",
-         "text": "the `compute_resources` lock waited <b>1</b> [bold]x[/bold]", "evidence": {}}
+         "text": "the `compute_resources` lock waited <b>1</b> [bold]x[/bold]",
+         "evidence": {"template": "</script><script>alert(1)</script>", "waits": 3}}
     report = {"findings": [f]}
     out = render_terminal(report)
     assert out[0].plain.startswith("Findings\n- [warning] the `compute_resources` lock")
@@ -284,6 +285,7 @@ def test_renderers_put_findings_first():
     html = render_html(report)
     assert html.index('id="findings"') < html.index('id="summary"')
     assert "&lt;b&gt;1&lt;/b&gt;" in html
+    assert "alert(1)" in html and "<script>alert(1)" not in html
 
 
 def test_terminal_says_when_no_rule_fired():

@@ -1,15 +1,16 @@
 """Findings: the few facts that explain a run, each with its evidence, in words.
 
 A finding is a dict ``{"rule": str, "severity": "critical" | "warning" | "info", "text": str,
-"evidence": {name: number | str}}``. Each rule of :data:`RULES` is one SQL query over the
+"evidence": {name: number | str | {name: number}}}`` (JSON-ready). Each rule of :data:`RULES` is one SQL query over the
 canonical tables (:mod:`stacklens.schema`; DuckDB SQL in the subset Spark SQL shares, see
 :mod:`stacklens.analyze.sql`) plus a small Python function that turns the query's rows into zero
 or one finding. Thresholds keep weak evidence (small counts) out: a rule that cannot show its
-numbers says nothing. Rule docstrings cite what each detects and why
-(``/work/shared/docs/field-notes.md`` sections 2-4 and the OpenStack source named there).
+numbers says nothing. Rule docstrings cite what each detects and why (the project's field
+notes, ``shared/docs/field-notes.md`` sections 2-7, and the OpenStack source named there).
 
-Times are seconds (``_s``); counts are integers. :func:`findings` never raises on a run whose
-optional tables (``requests``, ``clock_offsets``) are absent: those rules are skipped.
+Times are seconds (``_s``), instants ns since epoch UTC (``_ns``); counts are integers.
+:func:`findings` never raises on a run whose optional tables (``requests``, ``clock_offsets``,
+``phases``) are absent or whose tables lack a newer column: those rules are skipped.
 """
 
 from __future__ import annotations

@@ -453,7 +453,9 @@ def _findings(r: dict) -> str:
     """The findings section (report key ``findings``: :mod:`stacklens.analyze.findings`)."""
     items = "".join(
         f"<li><b>{_e(f.get('severity'))}</b> {_e(f.get('text'))} "
-        f"<span class='mono hint'>[{_e(f.get('rule'))}]</span></li>"
+        f"<details><summary class='hint'>evidence ({_e(f.get('rule'))})</summary>"
+        f"<pre class='mono'>{_e(json.dumps(f.get('evidence'), indent=1, default=str))}</pre>"
+        f"</details></li>"
         for f in _rows(r.get("findings")))
     return _section("findings", "Findings", f"<ul>{items}</ul>" if items
                     else _none("no finding: no rule had enough evidence"))
