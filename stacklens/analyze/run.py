@@ -1,7 +1,8 @@
 """Analyze: run the analyses over a run folder and assemble ``report.json``.
 
 The report dict (format version 1) has the keys ``format_version``, ``stacklens_version``,
-``inputs``, ``timezone_assumption``, ``window`` {start, end (ISO 8601 UTC), dur_s},
+``inputs``, ``timezone_assumption``, ``findings`` (list of {rule, severity, text, evidence}:
+:mod:`stacklens.analyze.findings`), ``window`` {start, end (ISO 8601 UTC), dur_s},
 ``summary`` {traces, background_traces, by_outcome, decided, success_rate, failure_rate,
 retry_rate, rejected_rate, unknown_rate, throughput_rps}, ``operations``, ``components``, ``timeline``, ``hosts``, ``errors``, ``phases``,
 ``locks``, ``rpc``, ``client_server`` (runs of ``stacklens run``: client records joined
@@ -23,6 +24,7 @@ import duckdb
 import polars as pl
 
 from stacklens import __version__
+from stacklens.analyze.findings import findings
 from stacklens.analyze.queries import CLIENT_QUERIES, QUERIES
 from stacklens.analyze.templates import TemplateMiner, error_text
 from stacklens.store import RunStore
@@ -135,6 +137,10 @@ def analyze(store: RunStore, *, quarantine_sample: int = 200) -> dict[str, Any]:
                 "summary": _rows(con, "client_server_summary")[0],
                 "rows": _rows(con, "client_server"),
             }
+        found = findings(con, {t for t in ("events", "traces", "spans", "breakdown", "requests",
+                                           "error_templates", "clock_offsets", "ingest_stats",
+                                           "phases")
+                               if store.has(t)})
         qn = con.execute("SELECT count(*) FROM quarantine").fetchall()[0][0]
         qs = con.sql(
             f"SELECT file, line_no, reason, raw FROM quarantine ORDER BY file, line_no "
@@ -165,6 +171,7 @@ def analyze(store: RunStore, *, quarantine_sample: int = 200) -> dict[str, Any]:
         "stacklens_version": __version__,
         "inputs": manifest.get("inputs", []),
         "timezone_assumption": manifest.get("ingest", {}).get("timezone_assumption", "UTC"),
+        "findings": found,
         "window": {"start": _iso(start), "end": _iso(end), "dur_s": window_s},
         "summary": {
             "traces": n,

@@ -449,6 +449,18 @@ def _csp_hash(script: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode() + "'"
 
 
+def _findings(r: dict) -> str:
+    """The findings section (report key ``findings``: :mod:`stacklens.analyze.findings`)."""
+    items = "".join(
+        f"<li><b>{_e(f.get('severity'))}</b> {_e(f.get('text'))} "
+        f"<details><summary class='hint'>evidence ({_e(f.get('rule'))})</summary>"
+        f"<pre class='mono'>{_e(json.dumps(f.get('evidence'), indent=1, default=str))}</pre>"
+        f"</details></li>"
+        for f in _rows(r.get("findings")))
+    return _section("findings", "Findings", f"<ul>{items}</ul>" if items
+                    else _none("no finding: no rule had enough evidence"))
+
+
 def render_html(report: dict) -> str:
     """Return the complete, self-contained HTML document for a stacklens ``report`` dict.
 
@@ -494,7 +506,7 @@ def render_html(report: dict) -> str:
     wf = ('<h3 id="wf-title">Waterfall</h3><p id="wf-meta"></p><div id="waterfall"></div><p class="hint" id="wf-note"></p>'
           if has_wf else _none("no slow or failed traces to draw"))
     body = "\n".join([
-        _header(r), _cards(r),
+        _header(r), _findings(r), _cards(r),
         _section("latency", "Where the time goes, per operation", (
             '<p class="hint">Stacked time per component; "between components" is time not covered by any'
             ' service span. Components are summarised separately, so the stack need not equal the'

@@ -62,6 +62,23 @@ def _table(
     return Group(Text(""), Text(title, style="bold"), t)
 
 
+def _findings(report: dict[str, Any]) -> Text | None:
+    """The report's findings (:mod:`stacklens.analyze.findings`) as one block of words."""
+    fs = report.get("findings")
+    if fs is None:
+        return None  # a report of an older stacklens
+    t = Text()
+    t.append("Findings\n", style="bold")
+    if not fs:
+        t.append("none: no rule had enough evidence\n")
+    for f in fs:
+        t.append(f"- [{f.get('severity')}] ", style="bold red" if f.get("severity") == "critical"
+                 else "bold")
+        t.append(f"{f.get('text')}\n")  # Text.append: log text is never markup
+    t.rstrip()
+    return t
+
+
 def render_terminal(report: dict[str, Any], *, top: int = 12) -> list[RenderableType]:
     """Summary, operations, latency breakdown, root causes and ingest health as rich tables."""
     s = report.get("summary", {})
@@ -69,6 +86,8 @@ def render_terminal(report: dict[str, Any], *, top: int = 12) -> list[Renderable
     w = report.get("window", {})
     ing = report.get("ingest", {})
     out: list[RenderableType] = []
+    if (found := _findings(report)) is not None:
+        out.append(found)
     head = Text()
     head.append("stacklens ", style="bold")
     head.append(f"{w.get('start')} .. {w.get('end')} ({w.get('dur_s', 0):.0f} s)\n")
