@@ -29,8 +29,11 @@ Every rule below holds by the protocol, whatever the clocks say; each row says "
   the conductor casts ``build_and_run_instance``/``prep_resize``/``rebuild_instance`` with R's
   context to the chosen compute (nova/conductor/manager.py ``schedule_and_build_instances``,
   ``build_instances``, ``_cold_migrate``; nova/conductor/tasks/live_migrate.py; Kilo..2025.1),
-  so the scheduler's first record of R precedes each compute host's first record of R (a
-  reschedule's second scheduling comes later still, which keeps the bound true).
+  so the scheduler's first record of R written inside ``select_destinations`` (loggers in
+  ``_SELECT_LOGGERS``, "Starting to schedule for instances") precedes each compute host's first
+  record of R (a reschedule's second scheduling comes later still, which keeps the bound true).
+  Other scheduler records are not used: the scheduler also logs under contexts a compute made
+  (``sync_instance_info``, Kilo's "Successfully synced instances from host").
 
 Pure functions: canonical ``events`` columns in, rows out.
 """
@@ -48,6 +51,17 @@ USED = r"^([A-Z]+) call to (?:\S+ for )?(\S+) used request id " + _RID
 RESP = r"(?i)^RESP: .*?x-(?:openstack|compute)-request-id: " + _RID
 #: keystoneauth1/keystoneclient session ``_http_log_request``: "REQ: curl -g -i [...] -X GET url"
 REQ = r"^REQ: curl .*?-X ([A-Z]+) (\S+)"
+
+
+#: loggers that write only inside nova's select_destinations: nova/scheduler/filter_scheduler.py
+#: (Havana..Xena "Filtered"/"Weighed"/"Selected host"), nova/scheduler/request_filter.py (Stein
+#: on), nova/filters.py and nova/weights.py (the filter and weigher handlers, every release)
+_SELECT_LOGGERS = [
+    "nova.scheduler.filter_scheduler",
+    "nova.scheduler.request_filter",
+    "nova.filters",
+    "nova.weights",
+]
 
 
 def _out(df: pl.DataFrame, kind: str, slack_s: float) -> pl.DataFrame:
@@ -184,11 +198,16 @@ def schedule_rows(ev: pl.DataFrame, res: float) -> pl.DataFrame | None:
     host's first record of it."""
     log = pl.col("logger").fill_null("")
     svc = pl.col("service").fill_null("")
-    sched = ev.filter(
-        pl.col("request_id").is_not_null()
-        & (log.str.starts_with("nova.scheduler.") & ~log.str.starts_with("nova.scheduler.client"))
-        & ~(svc == "nova-compute")
+    msg = pl.col("message").fill_null("")
+    # only records written inside select_destinations: the scheduler also logs under contexts
+    # that computes made (sync_instance_info, update_instance_info casts from the compute)
+    inside = (
+        log.is_in(_SELECT_LOGGERS)
+        | log.str.starts_with("nova.scheduler.filters.")
+        | log.str.starts_with("nova.scheduler.weights.")
+        | ((log == "nova.scheduler.manager") & msg.str.starts_with("Starting to schedule"))
     )
+    sched = ev.filter(pl.col("request_id").is_not_null() & inside & (svc != "nova-compute"))
     if not sched.height:
         return None
     src = (
