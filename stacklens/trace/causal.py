@@ -49,6 +49,11 @@ _RID = r"(req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
 USED = r"^([A-Z]+) call to (?:\S+ for )?(\S+) used request id " + _RID
 #: "RESP: [200] ... x-openstack-request-id: req-..." (keystoneauth, keystoneclient, neutronclient)
 RESP = r"(?i)^RESP: .*?x-(?:openstack|compute)-request-id: " + _RID
+#: server access lines: oslo.service/neutron ``wsgi_log_format`` ``%(client_ip)s "%(request_line)s"
+#: status: %(status_code)s  len: %(body_length)s time: %(wall_seconds).7f`` (two spaces), and
+#: placement/requestlog.py ``"%(REQUEST_METHOD)s %(REQUEST_URI)s" status: %(status)s len: %(bytes)s
+#: microversion: %(microversion)s`` (no time; logged at start_response)
+ACCESS = r'"[A-Z]+ \S+(?: HTTP/\d\.\d)?" status: (\d{3})\s+len: \S+(?: microversion: \S+)?(?: time: (\d+\.\d+))?'
 #: keystoneauth1/keystoneclient session ``_http_log_request``: "REQ: curl -g -i [...] -X GET url"
 REQ = r"^REQ: curl .*?-X ([A-Z]+) (\S+)"
 
@@ -79,6 +84,12 @@ def _out(df: pl.DataFrame, kind: str, slack_s: float) -> pl.DataFrame:
 def _server_access(ev: pl.DataFrame) -> pl.DataFrame:
     """Server access lines (not tempest's client lines): request_id, host, ts_ns, start_ns."""
     log = pl.col("logger").fill_null("")
+    # lines ingest did not mark (two spaces before len:, placement without time:)
+    m = pl.col("message").fill_null("").str.extract_groups(ACCESS)
+    ev = ev.with_columns(
+        http_status=pl.coalesce(pl.col("http_status"), m.struct[0].cast(pl.Int32, strict=False)),
+        http_dur_s=pl.coalesce(pl.col("http_dur_s"), m.struct[1].cast(pl.Float64, strict=False)),
+    )
     acc = ev.filter(
         pl.col("http_status").is_not_null()
         & pl.col("request_id").is_not_null()
@@ -107,9 +118,13 @@ def _first_by_host(ev: pl.DataFrame, col: str) -> pl.DataFrame:
 def http_callee_rows(ev: pl.DataFrame, res: float) -> pl.DataFrame | None:
     """``http_callee`` rows: callee's start of handling precedes the caller's response line."""
     msg = pl.col("message")
-    got = ev.filter(msg.str.contains("request id|request-id")).select(
-        "host", "ts_ns", key=pl.coalesce(msg.str.extract(USED, 3), msg.str.extract(RESP, 1))
-    ).filter(pl.col("key").is_not_null())
+    got = (
+        ev.filter(msg.str.contains("request id|request-id"))
+        .select(
+            "host", "ts_ns", key=pl.coalesce(msg.str.extract(USED, 3), msg.str.extract(RESP, 1))
+        )
+        .filter(pl.col("key").is_not_null())
+    )
     if not got.height:
         return None
     acc = _server_access(ev).filter(pl.col("request_id").is_in(got["key"].unique()))
@@ -181,14 +196,22 @@ def origin_rows(ev: pl.DataFrame, res: float) -> pl.DataFrame | None:
     acc = acc.filter(pl.col("host").n_unique().over("request_id") == 1)
     if not acc.height:
         return None
-    src = acc.group_by("request_id").agg(src_host=pl.col("host").first(), src_ts_ns=pl.col("start_ns").min())
+    src = acc.group_by("request_id").agg(
+        src_host=pl.col("host").first(), src_ts_ns=pl.col("start_ns").min()
+    )
     ids = src["request_id"]
-    down = pl.concat(
-        [
-            _first_by_host(ev.filter(pl.col("request_id").is_in(ids)), "request_id"),
-            _first_by_host(ev.filter(pl.col("global_request_id").is_in(ids)), "global_request_id"),
-        ]
-    ).group_by("key", "dst_host").agg(pl.col("dst_ts_ns").min())
+    down = (
+        pl.concat(
+            [
+                _first_by_host(ev.filter(pl.col("request_id").is_in(ids)), "request_id"),
+                _first_by_host(
+                    ev.filter(pl.col("global_request_id").is_in(ids)), "global_request_id"
+                ),
+            ]
+        )
+        .group_by("key", "dst_host")
+        .agg(pl.col("dst_ts_ns").min())
+    )
     pairs = src.rename({"request_id": "key"}).join(down, on="key")
     return _out(pairs, "http_origin", 2 * res)
 
@@ -212,7 +235,11 @@ def schedule_rows(ev: pl.DataFrame, res: float) -> pl.DataFrame | None:
         return None
     src = (
         sched.group_by("request_id")
-        .agg(src_host=pl.col("host").first(), n=pl.col("host").n_unique(), src_ts_ns=pl.col("ts_ns").min())
+        .agg(
+            src_host=pl.col("host").first(),
+            n=pl.col("host").n_unique(),
+            src_ts_ns=pl.col("ts_ns").min(),
+        )
         .filter(pl.col("n") == 1)
         .select(key="request_id", src_host="src_host", src_ts_ns="src_ts_ns")
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from stacklens.schema import conform
 from stacklens.trace.skew import apply_offsets, causal_constraints, estimate_offsets
 
 __all__ = ["MAX_UNCERTAINTY_S", "correct_clocks"]
@@ -63,14 +64,16 @@ def correct_clocks(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     out = pl.concat(parts, how="diagonal_relaxed").drop("_day")
     if "ts_raw_ns" in out.columns:
         out = out.drop("ts_raw_ns")
-    offsets = pl.concat(rows, how="diagonal_relaxed").select(list(_schema())) if rows else empty
+    offsets = conform(pl.concat(rows, how="diagonal_relaxed"), "clock_offsets") if rows else empty
     return out.select(events.columns), offsets
 
 
 def _unknown_day(ev_d: pl.DataFrame, hosts: list[str]) -> pl.DataFrame:
     """Rows for a day with several hosts and no causal pair between any two of them."""
     day_hosts = sorted(ev_d.get_column("host").drop_nulls().unique().to_list())
-    names = ", ".join(day_hosts[:6]) + (f" and {len(day_hosts) - 6} more" if len(day_hosts) > 6 else "")
+    names = ", ".join(day_hosts[:6]) + (
+        f" and {len(day_hosts) - 6} more" if len(day_hosts) > 6 else ""
+    )
     if len(day_hosts) < 2:
         note = f"only {names or 'no host'} logged this day: nothing to compare"
     else:
@@ -80,7 +83,11 @@ def _unknown_day(ev_d: pl.DataFrame, hosts: list[str]) -> pl.DataFrame:
             "their offsets are unknown"
         )
     return pl.DataFrame(
-        {"host": hosts, "status": ["unconstrained"] * len(hosts), "n_constraints": [0] * len(hosts)},
+        {
+            "host": hosts,
+            "status": ["unconstrained"] * len(hosts),
+            "n_constraints": [0] * len(hosts),
+        },
     ).with_columns(
         applied=pl.lit(False),
         violations_before=pl.lit(0),
