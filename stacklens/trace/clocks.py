@@ -4,7 +4,10 @@ Offsets are estimated per day because clocks step and drift over weeks of rotate
 osp7 logs, networker2's offset moved by about 0.9 s between November and January), and applied
 only where the feasible interval is tight (``MAX_UNCERTAINTY_S``). The ``events`` table keeps
 the raw timestamps; spans, flows and traces are built on corrected time, and the offsets used
-are kept in the ``clock_offsets`` table (:data:`stacklens.schema.CLOCK_OFFSETS`).
+are kept in the ``clock_offsets`` table (:data:`stacklens.schema.CLOCK_OFFSETS`), one row per
+host and day whenever there are two hosts or more, each with a ``note`` saying in words what is
+known: the offset and its uncertainty, a one-sided bound, or that no causal pair links the host
+to the reference (its offset is unknown). Single-host input has no rows.
 """
 
 from __future__ import annotations
@@ -117,12 +120,12 @@ def _notes(offsets: pl.DataFrame, reference: str | None, cons: pl.DataFrame) -> 
             )
         elif st == "lower_only":
             out.append(
-                f"{h} is at least {r['lo_s'] * 1000:+.1f} ms vs {reference} from {how}, "
+                f"offset of at least {r['lo_s'] * 1000:+.1f} ms vs {reference} from {how}; "
                 "no upper bound: offset unknown, not applied"
             )
         elif st == "upper_only":
             out.append(
-                f"{h} is at most {r['hi_s'] * 1000:+.1f} ms vs {reference} from {how}, "
+                f"offset of at most {r['hi_s'] * 1000:+.1f} ms vs {reference} from {how}; "
                 "no lower bound: offset unknown, not applied"
             )
         elif st == "unconnected":
