@@ -117,7 +117,7 @@ def test_offsets_recovered_from_http_and_scheduling_pairs(cloud_events):
         assert abs(r["offset_s"] - TRUTH[r["host"]]) < 0.005, r
     _, off = correct_clocks(cloud_events)
     notes = dict(off.select("host", "note").iter_rows())
-    assert notes["compute-1"].startswith(("+42")) and "ms +/- " in notes["compute-1"]
+    assert notes["compute-1"].startswith("+42") and "ms +/- " in notes["compute-1"]
     assert " vs controller from " in notes["compute-1"]
     assert "http_callee" in notes["compute-2"] and off["applied"].all()
 
