@@ -10,6 +10,7 @@ oslo.log's default ``logging_context_format_string`` (oslo_log/_options.py:
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from pathlib import Path
 
@@ -21,7 +22,8 @@ from stacklens.ingest.pipeline import ingest
 from stacklens.trace.clocks import correct_clocks
 from stacklens.trace.skew import causal_constraints, estimate_offsets
 
-LAB = Path("/work/artifacts/labrun/logs")
+#: a lab run (``$STACKLENS_LAB``, default the lead's run folder); its hosts share one real clock
+LAB = Path(os.environ.get("STACKLENS_LAB", "/work/artifacts/labrun")) / "logs"
 T0 = dt.datetime(2026, 11, 22, 23, 24, 0, tzinfo=dt.UTC)
 RID = "req-{:08x}-0000-4000-8000-{:012x}"
 
