@@ -10,6 +10,12 @@ name that folder or its ``oslo-logs/`` folder), ingests it with
 2. adds a random shift in [-2, 2] s to each host's ``ts_ns`` (``random.Random(seed)``);
 3. estimates again with the same reference host.
 
+Each scope is run twice: with every event, and ``no_rpc`` (oslo.messaging records removed, so
+only the pair kinds that need no RPC DEBUG ids remain: HTTP request ids, request origins,
+scheduling order). ``--lab DIR`` adds the same test on a lab run (``DIR/logs/<host>/...``):
+the records of a 30 s window are copied with each compute host's timestamps moved by a
+known amount (the lab's hosts share one real clock, so the truth is exact).
+
 A host's recovered shift is ``offset_unshifted - offset_shifted``; its truth is
 ``shift[host] - shift[reference]``; ``error_ms`` their difference, ``uncertainty_ms`` the
 half-width of the shifted estimate's feasible interval. Comparing differences removes the
@@ -18,7 +24,10 @@ real skew already in the logs, so the error measures the method, not the data.
 Prints one JSON object (see bench/README.md); progress on stderr. Exits 1 if the data
 folder is absent.
 
-Usage: ``python bench/skew_bench.py [--seeds 5]``
+Where only one bound exists (``lower_only``/``upper_only``), ``bound_shift_ms`` gives how far
+that bound moved (it must equal the truth) and the offset stays unknown.
+
+Usage: ``python bench/skew_bench.py [--seeds 5] [--lab /work/artifacts/labrun]``
 """
 
 from __future__ import annotations
@@ -94,10 +103,13 @@ def scope(ev: pl.DataFrame, hosts: list[str], seeds: list[int]) -> dict:
         for r in res.offsets.iter_rows(named=True):
             h = r["host"]
             truth = shift[h] - shift[base.reference]
-            rec = None
+            rec = bound = None
             if r["offset_s"] is not None and b[h]["offset_s"] is not None:
                 rec = b[h]["offset_s"] - r["offset_s"]
                 errors.append(abs(rec - truth) * 1000)
+            for k in ("lo_s", "hi_s"):
+                if rec is None and bound is None and r[k] is not None and b[h][k] is not None:
+                    bound = b[h][k] - r[k]
             rows.append(
                 {
                     "host": h,
@@ -105,6 +117,7 @@ def scope(ev: pl.DataFrame, hosts: list[str], seeds: list[int]) -> dict:
                     "true_shift_ms": ms(truth),
                     "recovered_ms": ms(rec),
                     "error_ms": None if rec is None else round((rec - truth) * 1000, 6) + 0.0,
+                    "bound_shift_ms": ms(bound),
                     "uncertainty_ms": ms(r["uncertainty_s"]),
                     "constraints": r["n_constraints"],
                 }
@@ -150,6 +163,7 @@ def scope(ev: pl.DataFrame, hosts: list[str], seeds: list[int]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=5, help="runs per scope (seeds 1..N)")
+    ap.add_argument("--lab", help="a lab run folder (with logs/<host>/var/log/...)")
     a = ap.parse_args(argv)
     path = capture_dir()
     if not path.is_dir():
@@ -167,10 +181,88 @@ def main(argv: list[str] | None = None) -> int:
         ("all_history", ev),
         ("debug_window", ev.filter(pl.col("ts_ns") >= WINDOW_NS)),
     ):
-        log(f"{name}: {part.height:,} events, {len(seeds)} seeds")
-        out[name] = scope(part, hosts, seeds)
+        for tag, e in (("", part), ("_no_rpc", no_rpc(part))):
+            log(f"{name}{tag}: {e.height:,} events, {len(seeds)} seeds")
+            out[name + tag] = scope(e, hosts, seeds)
+    if a.lab:
+        out["lab"] = lab(Path(a.lab))
     print(json.dumps(out))
     return 0
+
+
+def no_rpc(ev: pl.DataFrame) -> pl.DataFrame:
+    """``ev`` without oslo.messaging's records (its DEBUG lines carry the RPC ids)."""
+    lg = pl.col("logger").fill_null("")
+    return ev.filter(
+        pl.col("rpc_kind").is_null()
+        & ~lg.str.starts_with("oslo_messaging")
+        & ~lg.str.starts_with("oslo.messaging")
+    )
+
+
+LAB_SHIFT_S = {"fake-3": 0.8374, "fake-10": -1.2519, "fake-7": 0.0421}
+LAB_WINDOW = (b"23:24:40", b"23:25:10")
+
+
+def lab(run: Path) -> dict:
+    """Shift-and-recover on a lab run: controller's nova/placement logs and three computes,
+    one 30 s window copied to a temporary folder with the computes' clocks moved."""
+    import datetime as dt
+    import re
+    import tempfile
+
+    ts = re.compile(rb"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})")
+    files = [
+        "controller/var/log/nova/nova-api.log",
+        "controller/var/log/nova/nova-conductor.log",
+        "controller/var/log/nova/nova-scheduler.log",
+        "controller/var/log/placement/placement-api.log",
+    ] + [f"{h}/var/log/nova/nova-compute.log" for h in LAB_SHIFT_S]
+    with tempfile.TemporaryDirectory() as tmp:
+        for rel in files:
+            shift = LAB_SHIFT_S.get(rel.split("/")[0], 0.0)
+            out, keep = [], False
+            with (run / "logs" / rel).open("rb") as f:
+                for line in f:
+                    m = ts.match(line)
+                    if m:
+                        keep = LAB_WINDOW[0] <= m.group(1)[11:] < LAB_WINDOW[1]
+                        if keep and shift:
+                            t = dt.datetime.strptime(m.group(1).decode(), "%Y-%m-%d %H:%M:%S.%f")
+                            t += dt.timedelta(milliseconds=round(shift * 1000))
+                            stamp = t.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3].encode()
+                            line = stamp + line[m.end() :]
+                    if keep:
+                        out.append(line)
+            dst = Path(tmp) / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(b"".join(out))
+        ev = ingest([tmp]).events
+    res: dict = {"window_utc": [w.decode() for w in LAB_WINDOW], "events": ev.height}
+    for tag, e in (("all", ev), ("no_rpc", no_rpc(ev))):
+        cons = causal_constraints(e)
+        est = estimate_offsets(cons, reference="controller")
+        rows = []
+        for r in est.offsets.iter_rows(named=True):
+            truth = -LAB_SHIFT_S.get(r["host"], 0.0)
+            rows.append(
+                {
+                    "host": r["host"],
+                    "status": r["status"],
+                    "true_offset_ms": ms(truth),
+                    "recovered_ms": ms(r["offset_s"]),
+                    "error_ms": None
+                    if r["offset_s"] is None
+                    else round((r["offset_s"] - truth) * 1000, 3),
+                    "uncertainty_ms": ms(r["uncertainty_s"]),
+                    "lo_ms": ms(r["lo_s"]),
+                    "hi_ms": ms(r["hi_s"]),
+                    "constraints": r["n_constraints"],
+                }
+            )
+        kinds = cons.group_by("kind").len().sort("kind")
+        res[tag] = {"constraints_by_kind": dict(kinds.iter_rows()), "hosts": rows}
+    return res
 
 
 if __name__ == "__main__":

@@ -220,6 +220,7 @@ CLOCK_OFFSETS: dict[str, pl.DataType] = {
     "violations_before": pl.Int64,  # causal pairs violated by raw / corrected timestamps (day)
     "violations_after": pl.Int64,
     "dropped": pl.Int64,  # constraints dropped to break infeasible cycles
+    "note": pl.String,  # the row in words, e.g. "no causal pairs between a and b: offset unknown"
 }
 
 #: The template of each failed trace's first error (written by the analyze stage).

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from stacklens.trace.causal import http_callee_rows, http_caller_rows, origin_rows, schedule_rows
+
 __all__ = ["CONSTRAINTS", "SkewResult", "apply_offsets", "causal_constraints", "estimate_offsets"]
 
 #: One row per cross-host causal pair (see the module docstring for the meaning of lower_s).
@@ -39,7 +41,8 @@ CONSTRAINTS: dict[str, pl.DataType] = {
     "src_host": pl.String,  # host of the record that happened first
     "dst_host": pl.String,  # host of the record that happened after it
     "lower_s": pl.Float64,  # offset[dst] - offset[src] >= lower_s, seconds
-    "kind": pl.String,  # rpc_call, rpc_cast, rpc_reply, http_start, http_end, rpc_context
+    "kind": pl.String,  # rpc_call, rpc_cast, rpc_reply, http_start, http_end, rpc_context,
+    # http_callee, http_caller, http_origin, schedule_build (stacklens.trace.causal)
     "key": pl.String,  # rpc_id, or request_id (http_*, rpc_context)
     "src_ts_ns": pl.Int64,  # raw timestamp of the earlier record, on src_host's clock
     "dst_ts_ns": pl.Int64,  # raw timestamp of the later record, on dst_host's clock
@@ -163,6 +166,10 @@ def causal_constraints(
       host's first receipt of it (transitively). Assumes senders log under the context they
       send and S's logs reach back to that first send (``max_skew_s`` catches the worst
       misses); rows it gets wrong show up as cycles in :func:`estimate_offsets`.
+    * ``http_callee``, ``http_caller``, ``http_origin``, ``schedule_build``: pairs from HTTP
+      request ids (keystoneauth's ``used request id``/``REQ``/``RESP`` lines, access lines,
+      ``global_request_id``) and from nova's scheduling order, which need no RPC DEBUG lines;
+      each rule and its source in :mod:`stacklens.trace.causal`.
 
     ``resolution_s`` is subtracted from every bound (timestamps truncated to that unit).
     Rows with ``lower_s > max_skew_s`` would need a clock off by more than ``max_skew_s``;
@@ -173,9 +180,12 @@ def causal_constraints(
     ev = events.select(
         "ts_ns",
         "host",
+        "service",
+        "pid",
         "logger",
         "message",
         "request_id",
+        "global_request_id",
         "rpc_kind",
         "rpc_id",
         "http_status",
@@ -183,6 +193,10 @@ def causal_constraints(
     ).filter(pl.col("host").is_not_null() & pl.col("ts_ns").is_not_null())
     parts = _rpc_rows(ev, resolution_s) + _http_rows(ev, resolution_s)
     parts += _context_rows(ev, resolution_s)
+    for rule in (http_callee_rows, http_caller_rows, origin_rows, schedule_rows):
+        got = rule(ev, resolution_s)
+        if got is not None and got.height:
+            parts.append(got)
     out = pl.concat([p.cast(CONSTRAINTS) for p in parts]) if parts else None
     if out is None or not out.height:
         return pl.DataFrame(schema=CONSTRAINTS)
