@@ -150,7 +150,7 @@ QUERIES: dict[str, str] = {
     # clock offsets applied per host and day (multi-host runs)
     "clocks": """
         SELECT day, host, reference, offset_s, uncertainty_s, status, applied, n_constraints,
-               violations_before, violations_after, dropped
+               violations_before, violations_after, dropped, note
         FROM clock_offsets ORDER BY day, host
     """,
     "ingest_totals": """

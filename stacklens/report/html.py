@@ -486,7 +486,8 @@ def render_html(report: dict) -> str:
               *(_secs(lk.get(k)) for k in ("max_waited_s", "total_waited_s"))] for lk in _rows(r.get("locks"))]
     clocks = [[_text(c.get("day")), f"<td class='mono'>{_text(c.get('host'))}</td>", _text(c.get("status")),
                _secs(c.get("offset_s")), _secs(c.get("uncertainty_s")), _text("yes" if c.get("applied") else "no"),
-               *(_int(c.get(k)) for k in ("n_constraints", "violations_before", "violations_after", "dropped"))]
+               *(_int(c.get(k)) for k in ("n_constraints", "violations_before", "violations_after", "dropped")),
+               _text(c.get("note"))]
               for c in _rows(r.get("clocks"))]
     csd = _dict(r.get("client_server"))
     cs_sum = _dict(csd.get("summary"))
@@ -538,7 +539,7 @@ def render_html(report: dict) -> str:
             ' when the uncertainty is at most 0.5 s. Violations: causal pairs whose effect was'
             ' logged before its cause, before and after correction.</p>' if clocks else "") + _table(
             "clocks-table", ["day", "host", "status", "#offset s", "#± s", "applied", "#constraints",
-                             "#violations before", "#after", "#dropped"], clocks, "single host or no cross-host pairs")),
+                             "#violations before", "#after", "#dropped", "note"], clocks, "single host: no clock to correct")),
         _section("hosts", "Hosts", _table("hosts-table", ["host", "service", "#events", "#errors", "#spans", "#span p50 s", "#span p95 s"], hosts, "no hosts")),
         _ingest(r),
     ])

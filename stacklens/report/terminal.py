@@ -169,6 +169,10 @@ def render_terminal(report: dict[str, Any], *, top: int = 12) -> list[Renderable
              for c in clocks],
             {3, 4},
         ))
+        notes = [f"- {c['day']} {c['host']}: {c['note']}" for c in clocks
+                 if c.get("note") and not c.get("applied")]
+        if notes:
+            out.append(Text("\n".join(notes)))
     totals = ing.get("totals", [])
     tbl = _table(
         f"Ingest: {ing.get('files', 0)} files read, {ing.get('files_skipped', 0)} skipped, "
