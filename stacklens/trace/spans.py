@@ -64,6 +64,38 @@ _PROC = ["trace_id", "service", "host", "pid"]
 _STARTS = r"^Running periodic task |^\(\d+\) accepted "
 
 
+def _assign(group: list[str], kind: list, rpc: list, marker: list, access: list) -> list[int]:
+    """Episode number of each row (rows sorted by key, then time); rules in the module
+    docstring. ``group`` changes value where a new (process, local request) key starts."""
+    out = [0] * len(group)
+    n_ep = 0
+    prev_g = None
+    open_: list[tuple[int, str | None]] = []  # (episode, rpc id it handles) still open
+    for i, g in enumerate(group):
+        if g != prev_g:
+            prev_g, open_ = g, []
+        k = kind[i]
+        if k in ("recv_call", "recv_cast"):
+            n_ep += 1
+            open_.append((n_ep, rpc[i] if k == "recv_call" else None))
+        elif marker[i] or not open_:
+            # a sequential start: episodes no reply can close end here
+            open_ = [e for e in open_ if e[1] is not None]
+            n_ep += 1
+            open_.append((n_ep, None))
+        if k == "reply_send":
+            hit = [j for j, e in enumerate(open_) if e[1] is not None and e[1] == rpc[i]]
+            j = hit[-1] if hit else len(open_) - 1
+            out[i] = open_[j][0]
+            if hit or open_[j][1] is None:
+                del open_[j]
+            continue
+        out[i] = open_[-1][0]
+        if access[i]:
+            open_.pop()
+    return out
+
+
 def _episodes(ev: pl.DataFrame) -> pl.DataFrame:
     """``ev`` (real records of traces) plus ``_episode`` (Int64, per process, in start order);
     rules in the module docstring."""
@@ -72,21 +104,24 @@ def _episodes(ev: pl.DataFrame) -> pl.DataFrame:
     ev = ev.sort(*_PROC, "ts_ns", "eid").with_columns(_loc=loc)
     ev = ev.with_columns(_loc=pl.col("_loc").forward_fill().backward_fill().over(_PROC))
     server_access = pl.col("http_status").is_not_null() & ~pl.col("logger").str.ends_with("rest_client")
-    closes = (server_access | (pl.col("rpc_kind") == "reply_send")).fill_null(False)
-    new = (
-        pl.col("rpc_kind").is_in(["recv_call", "recv_cast"]).fill_null(False)
-        | pl.col("message").str.contains(_STARTS).fill_null(False)
-        | closes.shift(1).over(key).fill_null(False)
+    ev = ev.sort(*key, "ts_ns", "eid", nulls_last=True)
+    cols = ev.select(
+        _g=pl.concat_str([pl.col(c).cast(pl.String).fill_null("\x00") for c in key], separator="\x01"),
+        _k=pl.col("rpc_kind"),
+        _r=pl.col("rpc_id"),
+        _m=pl.col("message").str.contains(_STARTS).fill_null(False),
+        _a=server_access.fill_null(False),
     )
-    ev = ev.with_columns(_ep=new.cast(pl.Int64).cum_sum().over(key))
+    ep = _assign(*(cols[c].to_list() for c in ("_g", "_k", "_r", "_m", "_a")))
+    ev = ev.with_columns(_ep=pl.Series(ep, dtype=pl.Int64))
     first = (
-        ev.group_by([*key, "_ep"])
+        ev.group_by([*_PROC, "_ep"])
         .agg(pl.col("ts_ns").min().alias("_t0"), pl.col("eid").min().alias("_e0"))
         .sort("_t0", "_e0")
         .with_columns(_episode=pl.int_range(pl.len(), dtype=pl.Int64).over(_PROC))
         .drop("_t0", "_e0")
     )
-    return ev.join(first, on=[*key, "_ep"], how="left", nulls_equal=True).drop("_ep", "_loc")
+    return ev.join(first, on=[*_PROC, "_ep"], how="left", nulls_equal=True).drop("_ep", "_loc")
 
 
 def timed_events(linked: pl.DataFrame) -> pl.DataFrame:
