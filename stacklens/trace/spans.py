@@ -12,6 +12,8 @@ time, a new episode (a new span) starts at:
   OSProfiler would draw them;
 * each periodic task run (``Running periodic task``, oslo.service ``periodic_task.py``): the
   periodic context keeps one request id for the life of the process;
+* each API request started (``Starting request: ip "GET /x"``, placement and nova
+  ``requestlog.py`` DEBUG, Pike..2025.1);
 * each connection accepted by an eventlet server (``(pid) accepted ('ip', port)``, eventlet
   ``wsgi.py`` DEBUG; logged under whatever context the thread had left over);
 * the record after a server's API access line or after an RPC reply sent (``sending reply
@@ -60,8 +62,9 @@ def _span_id() -> pl.Expr:
 
 
 _PROC = ["trace_id", "service", "host", "pid"]
-# oslo.service periodic_task.py; eventlet wsgi.py server(): "(%s) accepted %r"
-_STARTS = r"^Running periodic task |^\(\d+\) accepted "
+# oslo.service periodic_task.py; eventlet wsgi.py server(): "(%s) accepted %r"; placement
+# and nova (Pike..) requestlog.py: 'Starting request: %s "%s %s"'
+_STARTS = r"^Running periodic task |^\(\d+\) accepted |^Starting request: "
 
 
 def _assign(group: list[str], kind: list, rpc: list, marker: list, access: list) -> list[int]:
