@@ -14,15 +14,20 @@ time, a new episode (a new span) starts at:
   periodic context keeps one request id for the life of the process;
 * each API request started (``Starting request: ip "GET /x"``, placement and nova
   ``requestlog.py`` DEBUG, Pike..2025.1);
-* each connection accepted by an eventlet server (``(pid) accepted ('ip', port)``, eventlet
-  ``wsgi.py`` DEBUG; logged under whatever context the thread had left over);
-* the start (time minus logged duration) of a later API request answered under the same id
-  (a retry, a re-entry): a server's access line or an RPC reply sent (``sending reply
-  msg_id``) closes the request or call it answers; records after it, before the next request
-  of that id starts and before any of the starts above, are more work of the request just
-  answered (spawned threads, notifications) and stay in its span. A nested call's reply
-  resumes the handler that made the call (a process calling itself). The access line's
-  request start belongs to the access line's episode. Client (tempest) lines close nothing.
+* each connection event of an eventlet server (``(pid) accepted ('ip', port)``, ``(pid) timed
+  out ('ip', port)``, eventlet ``wsgi.py``; logged under whatever context the thread had left
+  over, minutes after that request);
+* the record after a server's API access line or after an RPC reply sent (``sending reply
+  msg_id``): these close the request or call they answer, so a re-entry with the same id (a
+  retry, a second call of one global request) is a new span. The access line's request start
+  (its time minus its logged duration) belongs to the access line's episode. A client
+  (tempest) line does not close: tempest logs the request's details after it. A reply that
+  answers a call opened in another episode closes that one (a nested call resumes its caller);
+  a reply to a call whose receipt is not in this group is an episode of its own.
+  Why cut rather than keep later records in the answered request's span: eventlet and
+  oslo.messaging keep the thread-local context of the last request, so records logged
+  after a request (the next request's first lines, keep-alive time-outs, replies of other
+  calls) carry its id minutes later (seen as 500 s neutron-server and 1000 s conductor spans).
 
 Idle time alone never cuts a span: a build waiting 300 s for ``network-vif-plugged`` is one span.
 
@@ -64,50 +69,46 @@ def _span_id() -> pl.Expr:
 
 
 _PROC = ["trace_id", "service", "host", "pid"]
-# oslo.service periodic_task.py; eventlet wsgi.py server(): "(%s) accepted %r"; placement
+# oslo.service periodic_task.py; eventlet wsgi.py: "(%s) accepted %r" (server()) and "(%s) timed
+# out %r" (keep-alive connection closed, handle()); placement
 # and nova (Pike..) requestlog.py: 'Starting request: %s "%s %s"'
-_STARTS = r"^Running periodic task |^\(\d+\) accepted |^Starting request: "
+_STARTS = r"^Running periodic task |^\(\d+\) (?:accepted|timed out) |^Starting request: "
 
 
-def _assign(group: list[str], kind: list, rpc: list, marker: list, access: list,
-            ts: list[int], next_req: list) -> list[int]:
+def _assign(group: list[str], kind: list, rpc: list, marker: list, access: list) -> list[int]:
     """Episode number of each row (rows sorted by key, then time); rules in the module
-    docstring. ``group`` changes value where a new (process, local request) key starts;
-    ``next_req`` is the start (ns) of the next API request answered in the key, or None."""
+    docstring. ``group`` changes value where a new (process, local request) key starts."""
     out = [0] * len(group)
     n_ep = 0
     prev_g = None
     open_: list[tuple[int, str | None]] = []  # (episode, rpc id it handles) still open
-    closed: int | None = None  # the episode an access line or reply closed last
     for i, g in enumerate(group):
         if g != prev_g:
-            prev_g, open_, closed = g, [], None
+            prev_g, open_ = g, []
         k = kind[i]
+        opened_here = False
         if k in ("recv_call", "recv_cast"):
             n_ep += 1
             open_.append((n_ep, rpc[i] if k == "recv_call" else None))
-        elif marker[i]:
+        elif marker[i] or not open_:
             # a sequential start: episodes no reply can close end here
             open_ = [e for e in open_ if e[1] is not None]
             n_ep += 1
             open_.append((n_ep, None))
-        elif not open_:
-            nxt = next_req[i]
-            if closed is not None and (nxt is None or ts[i] < nxt):
-                open_.append((closed, None))  # more work of the request just answered
-            else:
-                n_ep += 1
-                open_.append((n_ep, None))
+            opened_here = not marker[i]
         if k == "reply_send":
             hit = [j for j, e in enumerate(open_) if e[1] is not None and e[1] == rpc[i]]
+            if not hit and opened_here:
+                out[i] = open_.pop()[0]  # a reply to a call not handled here: its own episode
+                continue
             j = hit[-1] if hit else len(open_) - 1
-            out[i] = closed = open_[j][0]
+            out[i] = open_[j][0]
             if hit or open_[j][1] is None:
                 del open_[j]
             continue
         out[i] = open_[-1][0]
         if access[i]:
-            closed = open_.pop()[0]
+            open_.pop()
     return out
 
 
@@ -126,13 +127,8 @@ def _episodes(ev: pl.DataFrame) -> pl.DataFrame:
         _r=pl.col("rpc_id"),
         _m=pl.col("message").str.contains(_STARTS).fill_null(False),
         _a=server_access.fill_null(False),
-        _t=pl.col("ts_ns"),
-        _n=pl.when(server_access)
-        .then(pl.col("ts_ns") - (pl.col("http_dur_s").fill_null(0) * 1e9).cast(pl.Int64, strict=False))
-        .backward_fill()
-        .over(key),
     )
-    ep = _assign(*(cols[c].to_list() for c in ("_g", "_k", "_r", "_m", "_a", "_t", "_n")))
+    ep = _assign(*(cols[c].to_list() for c in ("_g", "_k", "_r", "_m", "_a")))
     ev = ev.with_columns(_ep=pl.Series(ep, dtype=pl.Int64))
     first = (
         ev.group_by([*_PROC, "_ep"])
