@@ -161,3 +161,17 @@ def test_breakdown_still_sums_to_end_to_end(tmp_path: Path):
     j = out["traces"].join(tot, on="trace_id")
     assert j.height == out["traces"].height
     assert ((j["dur_s"] - j["dur_s_right"]).abs() < 1e-6).all()
+
+
+def test_eventlet_connection_events_under_a_stale_context_are_not_the_request(tmp_path: Path):
+    # eventlet wsgi.py logs "(pid) accepted (...)" / "(pid) timed out (...)" under the context
+    # the green thread had left over from its last request, minutes later
+    ctx = f"{R} u p - - -"
+    text = (rec(1.0, 40, "DEBUG", "neutron.api.v2.base", ctx, "port lookup")
+            + rec(1.05, 40, "INFO", "neutron.wsgi", ctx,
+                  '10.0.0.1 - - [01/Mar/2025 10:00:01] "GET /v2.0/ports.json HTTP/1.1" 200 870 0.060000')
+            + rec(200.0, 40, "INFO", "neutron.wsgi", ctx, "(40) timed out ('10.0.0.1', 51695)")
+            + rec(300.0, 40, "DEBUG", "neutron.wsgi", ctx, "(40) accepted ('10.0.0.1', 51700)"))
+    out = run(tmp_path, {"neutron/server.log": text})
+    d = durs(out, "neutron-server")
+    assert len(d) == 3 and abs(d[0] - 0.06) < 1e-6 and d[1] == d[2] == 0

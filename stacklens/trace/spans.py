@@ -14,9 +14,10 @@ time, a new episode (a new span) starts at:
   periodic context keeps one request id for the life of the process;
 * each API request started (``Starting request: ip "GET /x"``, placement and nova
   ``requestlog.py`` DEBUG, Pike..2025.1);
-* each connection event of an eventlet server (``(pid) accepted ('ip', port)``, ``(pid) timed
-  out ('ip', port)``, eventlet ``wsgi.py``; logged under whatever context the thread had left
-  over, minutes after that request);
+* each connection or server event of an eventlet server (``(pid) accepted ('ip', port)``,
+  ``(pid) timed out ('ip', port)``, ``(pid) wsgi starting up on``, ``(pid) wsgi exited``,
+  eventlet ``wsgi.py``; logged under whatever context the thread had left over, minutes after
+  that request);
 * the record after a server's API access line or after an RPC reply sent (``sending reply
   msg_id``): these close the request or call they answer, so a re-entry with the same id (a
   retry, a second call of one global request) is a new span. The access line's request start
@@ -69,10 +70,14 @@ def _span_id() -> pl.Expr:
 
 
 _PROC = ["trace_id", "service", "host", "pid"]
-# oslo.service periodic_task.py; eventlet wsgi.py: "(%s) accepted %r" (server()) and "(%s) timed
-# out %r" (keep-alive connection closed, handle()); placement
+# oslo.service periodic_task.py; eventlet wsgi.py: "(%s) accepted %r", "(%s) wsgi starting up
+# on %s", "(%s) wsgi exited, is_accepting=%s" (server()) and "(%s) timed out %r" (keep-alive
+# connection closed, handle()); placement
 # and nova (Pike..) requestlog.py: 'Starting request: %s "%s %s"'
-_STARTS = r"^Running periodic task |^\(\d+\) (?:accepted|timed out) |^Starting request: "
+_STARTS = (
+    r"^Running periodic task |^\(\d+\) (?:accepted|timed out|wsgi starting up|wsgi exited)"
+    r"|^Starting request: "
+)
 
 
 def _assign(group: list[str], kind: list, rpc: list, marker: list, access: list) -> list[int]:
