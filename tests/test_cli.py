@@ -14,7 +14,7 @@ from conftest import DEVSTACK, need
 import stacklens
 
 BOOT = """\
-2026-01-10 10:00:00.000 100 INFO nova.osapi_compute.wsgi.server [req-11111111-1111-1111-1111-111111111111 u p] 10.0.0.1 "POST /v2.1/servers HTTP/1.1" status: 202 len: 10 time: 0.5000000
+2026-01-10 10:00:00.500 100 INFO nova.osapi_compute.wsgi.server [req-11111111-1111-1111-1111-111111111111 u p] 10.0.0.1 "POST /v2.1/servers HTTP/1.1" status: 202 len: 10 time: 0.5000000
 2026-01-10 10:00:00.400 100 DEBUG oslo_messaging._drivers.amqpdriver [req-11111111-1111-1111-1111-111111111111 u p] CAST unique_id: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa exchange 'nova' topic 'conductor' _send /x/amqpdriver.py:1
 2026-01-10 10:00:00.200 100 INFO nova.api.openstack.wsgi [req-22222222-2222-2222-2222-222222222222 u p] X-Auth-Token: secret-token-value password=hunter2
 """

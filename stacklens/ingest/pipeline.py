@@ -112,7 +112,7 @@ def _tokenize(chunks: list[FileChunk], fmt: LineFormat, tz_offset_s: int) -> _To
     tr = tokenize_batch(chunks, fmt)
     ev = tr.events
     if ev.height:
-        ev = add_facts(ev)
+        ev = add_facts(ev, tr.stats)
         if tz_offset_s:
             ev = ev.with_columns(pl.col("ts_ns") - tz_offset_s * 1_000_000_000)
         ev = conform(ev, "events")

@@ -9,7 +9,8 @@ Keys, in order (field-notes section 3):
    global id joins the global id's trace.
 3. RPC ids: oslo.messaging logs the receipt of a call/cast (``received message msg_id: X``)
    and of a reply without any context; the sender's ``CALL msg_id: X`` / ``CAST unique_id: X``
-   line names the request, so receipts join the sender's trace.
+   line names the request, so receipts join the sender's trace, and so does the reply sent
+   for that message id (``sending reply msg_id: X``), even when logged under another context.
 4. ``instance_uuid``: records tagged ``[instance: X]`` but without a request id (lifecycle
    events, periodic tasks) join the trace that touched the instance and whose window encloses
    the record.
@@ -27,8 +28,10 @@ _RECEIPTS = ("recv_call", "recv_cast", "reply_recv")
 
 
 def link_events(events: pl.DataFrame) -> pl.DataFrame:
-    """Return ``events`` (canonical columns) plus ``eid`` (row number, UInt32) and ``trace_id``
-    (String; null for records that belong to no request), sorted by ``ts_ns``."""
+    """Return ``events`` (canonical columns) plus ``eid`` (row number, UInt32), ``trace_id``
+    (String; null for records that belong to no request) and ``req_local`` (String: the
+    record's own ``request_id``, for an RPC receipt without one the sender's; the request a
+    process was serving, used to cut spans), sorted by ``ts_ns``."""
     ev = events.with_row_index("eid")
     # 3. receipts inherit the sender's request id
     senders = (
@@ -36,8 +39,12 @@ def link_events(events: pl.DataFrame) -> pl.DataFrame:
         .group_by("rpc_id")
         .agg(pl.col("request_id").first().alias("_sender_req"))
     )
+    # a reply is sent for the call it answers, whatever context the thread had left over
+    # (oslo.messaging logs ``sending reply`` with a stale thread-local context in old releases)
     ev = ev.join(senders, on="rpc_id", how="left").with_columns(
         _req=pl.when(pl.col("request_id").is_null() & pl.col("rpc_kind").is_in(_RECEIPTS))
+        .then(pl.col("_sender_req"))
+        .when((pl.col("rpc_kind") == "reply_send") & pl.col("_sender_req").is_not_null())
         .then(pl.col("_sender_req"))
         .otherwise(pl.col("request_id"))
     )
@@ -77,4 +84,4 @@ def link_events(events: pl.DataFrame) -> pl.DataFrame:
         ev = ev.join(hit, on="eid", how="left").with_columns(
             trace_id=pl.coalesce("trace_id", "_t")
         ).drop("_t")
-    return ev.drop("_sender_req", "_req", "_glob").sort("ts_ns", "eid")
+    return ev.rename({"_req": "req_local"}).drop("_sender_req", "_glob").sort("ts_ns", "eid")

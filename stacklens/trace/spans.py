@@ -1,17 +1,47 @@
-"""Spans (one service's part of one trace) and flows (causal edges between spans).
+"""Spans (one episode of one process's work for one trace) and flows (causal edges).
 
-A span groups the linked events of one trace in one process (service, host, pid), cut at each
-RPC message the process receives (so a conductor answering ten calls of one build shows ten
-spans, as OSProfiler would draw them). Its start is the earliest
-of: its first record, the receipt of the first RPC message it handled, and for a wsgi access
-line or a client (tempest ``rest_client``) line, the line's time minus its logged duration. Its
-end is its last record; ``end_exact`` says whether that record marks a completion (an access
-line, a client line, an RPC reply sent, a ``Took N seconds to build instance``) rather than
-merely the last thing logged.
+Episodes. The records of a trace are first split by process (service, host, pid) and by the
+local request the process served (``req_local``: the record's own request id; for an RPC
+receipt the sender's; records without one join the process's nearest request). Placement,
+neutron, cinder and glance log the caller's global request id (Pike on) beside their own, so
+the many HTTP requests nova makes within one trace stay apart. Within each such group, sorted by
+time, a new episode (a new span) starts at:
+
+* each RPC message received (``received message msg_id`` / ``with unique_id``, oslo.messaging
+  amqpdriver DEBUG): a conductor answering ten calls of one build shows ten spans, as
+  OSProfiler would draw them;
+* each periodic task run (``Running periodic task``, oslo.service ``periodic_task.py``): the
+  periodic context keeps one request id for the life of the process;
+* each API request started (``Starting request: ip "GET /x"``, placement and nova
+  ``requestlog.py`` DEBUG, Pike..2025.1);
+* each connection or server event of an eventlet server (``(pid) accepted ('ip', port)``,
+  ``(pid) timed out ('ip', port)``, ``(pid) wsgi starting up on``, ``(pid) wsgi exited``,
+  eventlet ``wsgi.py``; logged under whatever context the thread had left over, minutes after
+  that request);
+* the record after a server's API access line or after an RPC reply sent (``sending reply
+  msg_id``): these close the request or call they answer, so a re-entry with the same id (a
+  retry, a second call of one global request) is a new span. The access line's request start
+  (its time minus its logged duration) belongs to the access line's episode. A client
+  (tempest) line does not close: tempest logs the request's details after it. A reply that
+  answers a call opened in another episode closes that one (a nested call resumes its caller);
+  a reply to a call whose receipt is not in this group is an episode of its own.
+  Why cut rather than keep later records in the answered request's span: eventlet and
+  oslo.messaging keep the thread-local context of the last request, so records logged
+  after a request (the next request's first lines, keep-alive time-outs, replies of other
+  calls) carry its id minutes later (seen as 500 s neutron-server and 1000 s conductor spans).
+
+Idle time alone never cuts a span: a build waiting 300 s for ``network-vif-plugged`` is one span.
+
+A span's start is the earliest of: its first record, the receipt of the first RPC message it
+handled, and for an access or client (tempest ``rest_client``) line, the line's time minus its
+logged duration. Its end is its last record; ``end_exact`` says whether that record marks a
+completion (an access line, a client line, an RPC reply sent, a ``Took N seconds to build
+instance``) rather than merely the last thing logged.
 
 Flows: one per RPC message id whose sender and receiver spans are both known (``rpc_call``,
-``rpc_cast``), and one from a client span to the API span of the same request (``http``).
-A span's parent is the sender of its earliest incoming flow, else the trace's root span.
+``rpc_cast``), and one from each client span to the API span of the trace whose request start
+is nearest the client's (``http``). A span's parent is the sender of its earliest incoming
+flow, else the trace's root span.
 """
 
 from __future__ import annotations
@@ -28,7 +58,8 @@ _COMPLETION = (
 
 
 def _span_id() -> pl.Expr:
-    """``<trace>:<service>@<host>/<pid>.<episode>``: an episode starts at each RPC receipt."""
+    """``<trace>:<service>@<host>/<pid>.<n>``: ``n`` numbers the process's episodes of the
+    trace in start order (0, 1, ...)."""
     return pl.concat_str(
         [
             pl.col("trace_id"), pl.lit(":"), pl.col("service"), pl.lit("@"), pl.col("host"),
@@ -38,13 +69,91 @@ def _span_id() -> pl.Expr:
     )
 
 
+_PROC = ["trace_id", "service", "host", "pid"]
+# oslo.service periodic_task.py; eventlet wsgi.py: "(%s) accepted %r", "(%s) wsgi starting up
+# on %s", "(%s) wsgi exited, is_accepting=%s" (server()) and "(%s) timed out %r" (keep-alive
+# connection closed, handle()); placement
+# and nova (Pike..) requestlog.py: 'Starting request: %s "%s %s"'
+_STARTS = (
+    r"^Running periodic task |^\(\d+\) (?:accepted|timed out|wsgi starting up|wsgi exited)"
+    r"|^Starting request: "
+)
+
+
+def _assign(group: list[str], kind: list, rpc: list, marker: list, access: list) -> list[int]:
+    """Episode number of each row (rows sorted by key, then time); rules in the module
+    docstring. ``group`` changes value where a new (process, local request) key starts."""
+    out = [0] * len(group)
+    n_ep = 0
+    prev_g = None
+    open_: list[tuple[int, str | None]] = []  # (episode, rpc id it handles) still open
+    for i, g in enumerate(group):
+        if g != prev_g:
+            prev_g, open_ = g, []
+        k = kind[i]
+        opened_here = False
+        if k in ("recv_call", "recv_cast"):
+            n_ep += 1
+            open_.append((n_ep, rpc[i] if k == "recv_call" else None))
+        elif marker[i] or not open_:
+            # a sequential start: episodes no reply can close end here
+            open_ = [e for e in open_ if e[1] is not None]
+            n_ep += 1
+            open_.append((n_ep, None))
+            opened_here = not marker[i]
+        if k == "reply_send":
+            hit = [j for j, e in enumerate(open_) if e[1] is not None and e[1] == rpc[i]]
+            if not hit and opened_here:
+                out[i] = open_.pop()[0]  # a reply to a call not handled here: its own episode
+                continue
+            j = hit[-1] if hit else len(open_) - 1
+            out[i] = open_[j][0]
+            if hit or open_[j][1] is None:
+                del open_[j]
+            continue
+        out[i] = open_[-1][0]
+        if access[i]:
+            open_.pop()
+    return out
+
+
+def _episodes(ev: pl.DataFrame) -> pl.DataFrame:
+    """``ev`` (real records of traces) plus ``_episode`` (Int64, per process, in start order);
+    rules in the module docstring."""
+    key = [*_PROC, "_loc"]
+    loc = pl.col("req_local") if "req_local" in ev.columns else pl.col("request_id")
+    ev = ev.sort(*_PROC, "ts_ns", "eid").with_columns(_loc=loc)
+    ev = ev.with_columns(_loc=pl.col("_loc").forward_fill().backward_fill().over(_PROC))
+    server_access = pl.col("http_status").is_not_null() & ~pl.col("logger").str.ends_with("rest_client")
+    ev = ev.sort(*key, "ts_ns", "eid", nulls_last=True)
+    cols = ev.select(
+        _g=pl.concat_str([pl.col(c).cast(pl.String).fill_null("\x00") for c in key], separator="\x01"),
+        _k=pl.col("rpc_kind"),
+        _r=pl.col("rpc_id"),
+        _m=pl.col("message").str.contains(_STARTS).fill_null(False),
+        _a=server_access.fill_null(False),
+    )
+    ep = _assign(*(cols[c].to_list() for c in ("_g", "_k", "_r", "_m", "_a")))
+    ev = ev.with_columns(_ep=pl.Series(ep, dtype=pl.Int64))
+    first = (
+        ev.group_by([*_PROC, "_ep"])
+        .agg(pl.col("ts_ns").min().alias("_t0"), pl.col("eid").min().alias("_e0"))
+        .sort("_t0", "_e0")
+        .with_columns(_episode=pl.int_range(pl.len(), dtype=pl.Int64).over(_PROC))
+        .drop("_t0", "_e0")
+    )
+    return ev.join(first, on=[*_PROC, "_ep"], how="left", nulls_equal=True).drop("_ep", "_loc")
+
+
 def timed_events(linked: pl.DataFrame) -> pl.DataFrame:
     """Linked events of traces plus one synthetic start event per access/client line (at
-    ``ts_ns - http_dur_s``), with ``span_id``. Columns: those of ``linked`` plus ``span_id``,
-    ``synthetic`` (Boolean)."""
+    ``ts_ns - http_dur_s``), with ``span_id`` (episodes: module docstring). Columns: those of
+    ``linked`` plus ``span_id``, ``synthetic`` (Boolean); sorted by trace, time, ``eid``."""
     ev = linked.filter(pl.col("trace_id").is_not_null()).with_columns(synthetic=pl.lit(False))
-    starts = ev.filter(pl.col("http_dur_s").is_not_null()).with_columns(
-        ts_ns=pl.col("ts_ns") - (pl.col("http_dur_s") * 1e9).cast(pl.Int64),
+    ev = _episodes(ev)
+    dur_ns = (pl.col("http_dur_s") * 1e9).cast(pl.Int64, strict=False)
+    starts = ev.filter(pl.col("http_dur_s").is_not_null() & dur_ns.is_not_null()).with_columns(
+        ts_ns=pl.col("ts_ns") - dur_ns,
         synthetic=pl.lit(True),
         level=pl.lit("START"),
         http_status=pl.lit(None, dtype=pl.Int32),
@@ -52,12 +161,6 @@ def timed_events(linked: pl.DataFrame) -> pl.DataFrame:
         message=pl.lit("(request start = logged time - logged duration)"),
     )
     tev = pl.concat([ev, starts]).sort("trace_id", "ts_ns", "eid")
-    # each RPC message received starts a new span of the receiving process (OSProfiler draws
-    # one span per RPC handled); records before the first receipt form episode 0
-    receipt = pl.col("rpc_kind").is_in(["recv_call", "recv_cast"]).fill_null(False)
-    tev = tev.with_columns(
-        _episode=receipt.cast(pl.Int32).cum_sum().over("trace_id", "service", "host", "pid")
-    )
     return tev.with_columns(span_id=_span_id()).drop("_episode")
 
 
@@ -117,14 +220,18 @@ def build_flows(tev: pl.DataFrame, spans: pl.DataFrame) -> tuple[pl.DataFrame, p
     )
     client = tev.filter(pl.col("logger").str.ends_with("rest_client") & pl.col("synthetic"))
     api = tev.filter(~pl.col("logger").str.ends_with("rest_client") & pl.col("synthetic"))
-    http = client.select(
-        "trace_id", pl.col("span_id").alias("src_span_id"), pl.col("ts_ns").alias("send_ns")
-    ).join(
-        api.select(
-            "trace_id", pl.col("span_id").alias("dst_span_id"), pl.col("ts_ns").alias("recv_ns")
-        ),
-        on="trace_id",
-    ).with_columns(kind=pl.lit("http"), rpc_id=pl.lit(None, dtype=pl.String))
+    http = (
+        client.select("trace_id", pl.col("span_id").alias("src_span_id"), pl.col("ts_ns").alias("send_ns"))
+        .sort("send_ns")
+        .join_asof(
+            api.select("trace_id", pl.col("span_id").alias("dst_span_id"), pl.col("ts_ns").alias("recv_ns"))
+            .sort("recv_ns"),
+            left_on="send_ns", right_on="recv_ns", by="trace_id", strategy="nearest",
+            check_sortedness=False,
+        )
+        .filter(pl.col("dst_span_id").is_not_null())
+        .with_columns(kind=pl.lit("http"), rpc_id=pl.lit(None, dtype=pl.String))
+    )
     flows = pl.concat([rpc, http], how="diagonal_relaxed").unique(
         ["src_span_id", "dst_span_id", "rpc_id"], keep="first", maintain_order=True
     )
