@@ -33,6 +33,7 @@ def ingest_stage(
     workers: int | None,
     quiet: bool = False,
     window_ns: tuple[int, int] | None = None,
+    tz: list[str] | None = None,
 ) -> RunStore:
     """Ingest ``paths`` into the run folder ``out``; progress bar on stderr. With ``window_ns``
     only records inside ``[start, end]`` are kept (the rest are counted in ``ingest_stats``)."""
@@ -50,7 +51,7 @@ def ingest_stage(
             prog.update(task, completed=done, total=total, lines=seen["lines"])
 
         res = run_ingest(paths, names=names, tz_offset_s=tz_offset_s, workers=workers,
-                         on_file=on_file)
+                         on_file=on_file, tz=tz)
     events, stats = res.events, res.ingest_stats
     if window_ns is not None:
         inside = pl.col("ts_ns").is_between(*window_ns)
@@ -75,6 +76,7 @@ def ingest_stage(
             "lines_per_s": round(res.lines / res.wall_s) if res.wall_s else None,
             "timezone_assumption": TIMEZONE_ASSUMPTION,
             "tz_offset_s": tz_offset_s,
+            "tz": list(tz or []),
         },
     )
     if not quiet:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from stacklens.cli._stages import ingest_stage, report_stage, trace_stage
-from stacklens.cli.ingest_cmd import HOST_MAP, OUT, PATHS, SERVICE_MAP, TZ, WORKERS
+from stacklens.cli.ingest_cmd import HOST_MAP, OUT, PATHS, SERVICE_MAP, TZ, TZ_ZONE, WORKERS
 
 
 def analyze(
@@ -17,11 +17,13 @@ def analyze(
     service_map: list[str] = SERVICE_MAP,
     tz_offset: int = TZ,
     workers: int | None = WORKERS,
+    tz: list[str] = TZ_ZONE,
     as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout."),
 ) -> None:
     """Ingest logs, rebuild every request and report where the time went and why requests
     failed."""
     quiet = as_json
-    store = ingest_stage(paths, out, host_map, service_map, tz_offset, workers, quiet=quiet)
+    store = ingest_stage(paths, out, host_map, service_map, tz_offset, workers, quiet=quiet,
+                         tz=tz)
     trace_stage(store, quiet=quiet)
     report_stage(store, as_json)

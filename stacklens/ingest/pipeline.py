@@ -20,8 +20,10 @@ import polars as pl
 from stacklens.errors import NoLogsFound
 from stacklens.ingest.facts import add_facts
 from stacklens.ingest.formats import LineFormat, detect_format
-from stacklens.ingest.names import NameMap, host_from_path, service_from_name
+from stacklens.ingest.layout import FileNames, infer_layout
+from stacklens.ingest.names import NameMap, safe_name
 from stacklens.ingest.sources import SourceFile, find_files, read_bytes
+from stacklens.ingest.timezone import TzSpec, apply_tz, parse_tz
 from stacklens.ingest.tokenize import FileChunk, tokenize_batch
 from stacklens.schema import conform, empty
 
@@ -30,7 +32,9 @@ __all__ = ["IngestResult", "ingest", "ingest_files"]
 _SAMPLE_LINES = 400
 _BATCH_BYTES = 64 << 20  # tokenize small files together, up to about this many bytes
 _SAMPLE_LINE_CHARS = 4_096
-TIMEZONE_ASSUMPTION = "UTC (oslo.log timestamps carry no zone; pass --tz-offset to shift)"
+TIMEZONE_ASSUMPTION = (
+    "times assumed UTC: no zone in oslo.log lines; pass --tz HOST=ZONE if this host logs local time"
+)
 
 
 @dataclass
@@ -78,8 +82,8 @@ def _sample_lines(data: bytes) -> list[str]:
     return out
 
 
-def _read(src: SourceFile, names: NameMap, merged_seen: bool) -> _Read:
-    path = str(src.path)
+def _read(src: SourceFile, names: NameMap, merged_seen: bool, fn: FileNames | None = None) -> _Read:
+    path = safe_name(str(src.path))
     rr = read_bytes(src.path)
     stats = [(path, k, sev, c, d) for k, sev, c, d in rr.problems]
     data = rr.data
@@ -95,12 +99,17 @@ def _read(src: SourceFile, names: NameMap, merged_seen: bool) -> _Read:
              "os-log-merger output beside its source logs; name it alone to ingest it")
         )
         return _Read(None, None, stats, nlines, len(data))
-    host = names.host(path) or host_from_path(path)
+    fn = fn or infer_layout([(path, safe_name(src.path.name))], names)[path]
+    host = fn.host if not fmt.per_line_host else names.host(path)
     if host is None and not fmt.per_line_host:
-        host = src.root.resolve().name or "localhost"
+        host = safe_name(src.root.resolve().name) or "localhost"
     service = names.service(path)
     if service is None and not fmt.per_line_service:
-        service = service_from_name(path)
+        service = fn.service
+        stats.extend((path, k, sev, 1, d) for k, sev, d in fn.notes)
+    if path != str(src.path):
+        stats.append((path, "non_utf8_name", "warning", 1,
+                      "file path is not valid UTF-8; bytes shown as \\xNN escapes"))
     year = datetime.fromtimestamp(src.path.stat().st_mtime, UTC).year
     stats.append((path, "format", "info", nlines, fmt.name))
     if fmt.name == "syslog":
@@ -108,15 +117,34 @@ def _read(src: SourceFile, names: NameMap, merged_seen: bool) -> _Read:
     return _Read(FileChunk(path, data, host, service, year), fmt, stats, nlines, len(data))
 
 
-def _tokenize(chunks: list[FileChunk], fmt: LineFormat, tz_offset_s: int) -> _Tokenized:
+def _tokenize(chunks: list[FileChunk], fmt: LineFormat, tz: TzSpec) -> _Tokenized:
     tr = tokenize_batch(chunks, fmt)
     ev = tr.events
     if ev.height:
         ev = add_facts(ev)
-        if tz_offset_s:
-            ev = ev.with_columns(pl.col("ts_ns") - tz_offset_s * 1_000_000_000)
+        ev = apply_tz(ev, tz)
         ev = conform(ev, "events")
     return _Tokenized(ev, tr.quarantine, tr.stats)
+
+
+def _rel(f: SourceFile) -> str:
+    try:
+        return str(f.path.relative_to(f.root))
+    except ValueError:
+        return f.path.name
+
+
+def _tz_rows(events: pl.DataFrame, spec: TzSpec) -> list[tuple[str, str, str, int, str]]:
+    """One ``timezone_assumption`` row per host, in words (never local time labelled UTC
+    silently)."""
+    counts = events.group_by("host").len().sort("host", nulls_last=True).rows()
+    rows = []
+    for host, n in counts:
+        zone = spec.zone(host)
+        said = (f"times converted from {zone} to UTC (--tz)" if zone
+                else TIMEZONE_ASSUMPTION)
+        rows.append(("*", "timezone_assumption", "info", n, f"host {host}: {said}"))
+    return rows
 
 
 def ingest(
@@ -127,12 +155,14 @@ def ingest(
     workers: int | None = None,
     on_file: Callable[[int, int, int], None] | None = None,
     batch_bytes: int = _BATCH_BYTES,
+    tz: list[str] | None = None,
 ) -> IngestResult:
     """Read every log under ``paths`` into the canonical tables.
 
     Files are read in a thread pool, grouped by format into batches of about ``batch_bytes``
     and each batch is tokenized in one vectorized pass. ``tz_offset_s`` is the logs' UTC offset
-    in seconds (subtracted to give UTC). ``on_file(done, total, lines)`` is called after each
+    in seconds (subtracted to give UTC); ``tz`` are ``--tz`` entries (``ZONE`` or ``HOST=ZONE``,
+    IANA name or ``+HH:MM``, see :func:`~stacklens.ingest.timezone.parse_tz`). ``on_file(done, total, lines)`` is called after each
     file is read. Raises :class:`~stacklens.errors.InputNotFound` for a missing path and
     :class:`~stacklens.errors.NoLogsFound` when no file holds log records.
     """
@@ -144,6 +174,7 @@ def ingest(
         on_file=on_file,
         batch_bytes=batch_bytes,
         inputs=[str(p) for p in paths],
+        tz=tz,
     )
 
 
@@ -157,6 +188,7 @@ def ingest_files(
     batch_bytes: int = _BATCH_BYTES,
     inputs: list[str] | None = None,
     merged_seen: bool | None = None,
+    tz: list[str] | None = None,
 ) -> IngestResult:
     """:func:`ingest` of files already found (a Spark partition gets its share this way).
 
@@ -164,6 +196,10 @@ def ingest_files(
     (default: more than one file here)."""
     t0 = time.perf_counter()
     names = names or NameMap()
+    tzspec = parse_tz(tz or [], tz_offset_s)
+    layout = infer_layout(
+        [(safe_name(str(f.path)), safe_name(_rel(f))) for f in files], names
+    )
     # os-log-merger output is skipped when the folder also holds per-service logs
     merged_seen = len(files) > 1 if merged_seen is None else merged_seen
     workers = workers or max(1, min(len(files), os.cpu_count() or 1))
@@ -174,7 +210,7 @@ def ingest_files(
 
         def flush(name: str) -> None:
             fmt, chunks = pending.pop(name)
-            toks.append(pool.submit(_tokenize, chunks, fmt, tz_offset_s))
+            toks.append(pool.submit(_tokenize, chunks, fmt, tzspec))
 
         # reads run ahead of tokenizing by at most 2 x workers files (bounded memory)
         ahead = 2 * workers
@@ -182,7 +218,8 @@ def ingest_files(
         nxt = 0
         for i in range(len(files)):
             while nxt < len(files) and nxt < i + ahead:
-                futs.append(pool.submit(_read, files[nxt], names, merged_seen))
+                futs.append(pool.submit(_read, files[nxt], names, merged_seen,
+                                       layout.get(safe_name(str(files[nxt].path)))))
                 nxt += 1
             r = futs[i].result()
             futs[i] = None  # type: ignore[call-overload]  # drop the bytes once batched
@@ -201,7 +238,6 @@ def ingest_files(
     evs = [o.events for o in outs if o.events is not None and o.events.height]
     qs = [o.quarantine for o in outs if o.quarantine is not None and o.quarantine.height]
     stats = [s for r in reads for s in r.stats] + [s for o in outs for s in o.stats]
-    stats.append(("*", "timezone_assumption", "info", 0, TIMEZONE_ASSUMPTION))
     if not evs:
         raise NoLogsFound(
             f"no OpenStack log records found under {', '.join(inputs or [])} "
@@ -210,6 +246,7 @@ def ingest_files(
     # file order, not time order: the trace stage sorts what it needs (a global sort here cost
     # a copy of the largest table)
     events = pl.concat(evs, how="vertical", rechunk=False)
+    stats.extend(_tz_rows(events, tzspec))
     quarantine = conform(pl.concat(qs), "quarantine") if qs else empty("quarantine")
     st = conform(
         pl.DataFrame(stats, schema=["file", "kind", "severity", "count", "detail"], orient="row"),

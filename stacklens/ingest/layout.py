@@ -1,0 +1,200 @@
+"""Host and service of every input file, inferred from all file paths together.
+
+OpenStack logs arrive in many layouts; the conventions read here are:
+
+- distribution packages (RDO/Ubuntu, every release): ``/var/log/<project>/<binary>.log`` or the
+  short form ``/var/log/neutron/server.log``, ``/var/log/cinder/volume.log``, rotated by
+  logrotate as ``.log.1``, ``.log.2.gz`` or ``.log-20160129[.gz]`` (``dateext``);
+- kolla-ansible: ``/var/log/kolla/<project>/<binary>.log``; tripleo containers:
+  ``/var/log/containers/<project>/<binary>.log``; OSA: ``/var/log/<project>/<binary>.log`` in
+  each container, collected as ``<container-or-host>/...``;
+- devstack: ``screen-<short>.txt`` (devstack-gate), ``<short>.log[.<date>]`` (``LOGDIR``),
+  systemd ``devstack@<short>.service`` (journald exports); short names from devstack ``stackrc``;
+- collected trees: ``<host>/var/log/...`` (sosreport, ansible fetch, the lab), ``<host>/<project>/
+  <binary>.log``, ``<host>/logs/screen-*.txt`` (zuul multinode), ``<host>/<project>.log``;
+- flat renamings: ``<binary>-<host>.log``, ``<binary>.<host>.log``, ``<host>-<binary>.log``.
+
+The inference: each file name is split into a known service and a leftover token (the host
+candidate); folders name the host when all files sit in per-folder trees or a ``var/log`` tree.
+Where the evidence is thin (a lone non-numeric token, a name that is no known service, two files
+that give the same host and service), the file gets a note ``(kind, severity, detail)`` whose
+detail gives the ``--host-map``/``--service-map`` arguments (``GLOB=NAME``, fnmatch on the path
+as given, see :class:`~stacklens.ingest.names.NameMap`) that would settle it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import PurePath
+
+from stacklens.ingest.names import (
+    _PROJECTS,
+    DEVSTACK_ALIASES,
+    MERGER_ALIASES,
+    NameMap,
+    _strip_suffixes,
+    host_from_path,
+    service_from_name,
+)
+
+__all__ = ["FileNames", "KNOWN_SERVICES", "infer_layout", "split_service"]
+
+#: OpenStack binaries (console_scripts in each project's setup.cfg, Havana..2025.1) and the
+#: single-name services (keystone under mod_wsgi, tempest, horizon).
+KNOWN_SERVICES: frozenset[str] = frozenset(
+    [
+        *(f"nova-{s}" for s in (
+            "api", "api-metadata", "api-os-compute", "compute", "conductor", "scheduler",
+            "novncproxy", "consoleauth", "cert", "network", "dhcpbridge", "objectstore",
+            "spicehtml5proxy", "serialproxy", "xvpvncproxy", "manage", "metadata", "console",
+            "cells", "placement-api", "status", "api-wsgi", "compute-ironic")),
+        *(f"neutron-{s}" for s in (
+            "server", "openvswitch-agent", "linuxbridge-agent", "dhcp-agent", "l3-agent",
+            "metadata-agent", "ovn-metadata-agent", "ovn-agent", "sriov-nic-agent",
+            "metering-agent", "lbaas-agent", "lbaasv2-agent", "ns-metadata-proxy", "rpc-server",
+            "periodic-workers", "macvtap-agent", "bgp-dragent", "vpn-agent", "api", "rpc")),
+        *(f"cinder-{s}" for s in ("api", "scheduler", "volume", "backup", "manage", "wsgi")),
+        *(f"glance-{s}" for s in ("api", "registry", "manage", "cache", "scrubber")),
+        *(f"heat-{s}" for s in ("api", "api-cfn", "engine", "manage")),
+        *(f"placement-{s}" for s in ("api", "manage")),
+        *(f"keystone-{s}" for s in ("all", "admin", "main", "manage", "wsgi-admin",
+                                     "wsgi-public")),
+        *(f"swift-{s}" for s in ("proxy-server", "object-server", "container-server",
+                                 "account-server")),
+        "keystone", "tempest", "horizon", "swift", "placement",
+    ]
+)
+# folders that are part of a layout, never a host
+_GENERIC_DIRS = frozenset(
+    ["var", "log", "logs", "kolla", "containers", "openstack", "apache", "apache2", "httpd",
+     "journal", "openvswitch", "libvirt", "rabbitmq", "mysql", "etc", "old", "rotated",
+     "screen-logs", "stack", "devstack", "ansible", "upstart", "supervisor", *_PROJECTS,
+     "placement-api", "ovn", "octavia", "ironic"]
+)
+_SEP = re.compile(r"[-._]")
+_HOSTISH = re.compile(r"\d")
+
+
+@dataclass
+class FileNames:
+    """One file's inferred ``host`` (None: the input folder's name) and ``service``, and notes
+    ``(kind, severity, detail)`` for ``ingest_stats``."""
+
+    host: str | None
+    service: str
+    known: bool
+    notes: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def _resolve(name: str, parent: str) -> str | None:
+    """The binary a bare name stands for in folder ``parent``, or None."""
+    if name in DEVSTACK_ALIASES:
+        return DEVSTACK_ALIASES[name]
+    if name in KNOWN_SERVICES:
+        return name
+    if parent in _PROJECTS and f"{parent}-{name}" in KNOWN_SERVICES:
+        return f"{parent}-{name}"
+    if name.upper() in MERGER_ALIASES:
+        return MERGER_ALIASES[name.upper()]
+    return None
+
+
+def _base(path: str) -> str:
+    base = _strip_suffixes(PurePath(path).name)
+    base = base.removeprefix("screen-").removeprefix("devstack@").removesuffix(".service")
+    return re.sub(r"-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$", "", base)
+
+
+def split_service(path: str) -> tuple[str | None, str | None]:
+    """``(service, host_token)`` from a file name: ``nova-compute-3.log`` -> ``("nova-compute",
+    "3")``, ``nova-compute.fake-3.log`` -> ``("nova-compute", "fake-3")``, ``ctl1.n-api.log`` ->
+    ``("nova-api", "ctl1")``, ``screen-n-cpu.txt`` -> ``("nova-compute", None)``; ``(None, None)``
+    when no known service is in the name. Rotation suffixes are removed first, never hosts."""
+    p = PurePath(path)
+    base, parent = _base(path), p.parent.name
+    whole = _resolve(base, parent)
+    if whole:
+        return whole, None
+    cuts = [m.start() for m in _SEP.finditer(base)]
+    for c in reversed(cuts):  # longest known service first: "<service><sep><host>"
+        svc = _resolve(base[:c], parent)
+        if svc and base[c + 1 :]:
+            return svc, base[c + 1 :]
+    for c in cuts:  # "<host><sep><service>"
+        svc = _resolve(base[c + 1 :], parent)
+        if svc and base[:c]:
+            return svc, base[:c]
+    return None, None
+
+
+def _glob(path: str) -> str:
+    name = PurePath(path).name
+    return f"*/{name}" if "/" in path else name
+
+
+def _host_dir(rel: PurePath) -> str | None:
+    """The outermost folder of ``rel`` (relative to its input root) that is not layout."""
+    for part in rel.parts[:-1]:
+        if part.lower() not in _GENERIC_DIRS:
+            return part
+    return None
+
+
+def infer_layout(files: list[tuple[str, str]], names: NameMap | None = None) -> dict[str, FileNames]:
+    """Host and service of each ``(path, path relative to its input root)``; returns
+    ``{path: FileNames}``. User maps (``names``) win over everything. Pure: reads no file."""
+    names = names or NameMap()
+    out: dict[str, FileNames] = {}
+    rels = {p: PurePath(r) for p, r in files}
+    # folders are hosts only when every file sits in some non-layout folder (per-host trees);
+    # a single-host dump with sub-folders (devstack-gate's openvswitch/) keeps the root name
+    dirs = {p: _host_dir(r) for p, r in rels.items()}
+    folder_hosts = bool(files) and all(d is not None for d in dirs.values())
+    split = {p: split_service(p) for p in rels}
+    # tokens shared by several files of one service are hosts with good evidence
+    tokens: dict[str, set[str]] = defaultdict(set)
+    for svc, tok in split.values():
+        if svc and tok:
+            tokens[svc].add(tok)
+    for p in rels:
+        svc, tok = split[p]
+        notes: list[tuple[str, str, str]] = []
+        host = names.host(p) or host_from_path(p)
+        dir_host = dirs[p] if folder_hosts else None
+        if svc is None:
+            base = _base(p)
+            role = split_service(f"{base}-{dir_host}") if base in _PROJECTS and dir_host else None
+            if role and role[0] and role[0].startswith(base + "-"):
+                # "compute-03/nova.log": the folder names the role and the host
+                svc = role[0]
+            else:
+                svc = service_from_name(p)
+                notes.append(("layout_ambiguous", "info",
+                              f"file name names no known OpenStack service; used service "
+                              f"{svc!r}. If it is another, pass --service-map "
+                              f"'{_glob(p)}*=SERVICE'"))
+        if tok is not None and host is None:
+            host = tok
+            if len(tokens[svc]) < 2 and not _HOSTISH.search(tok):
+                notes.append(("layout_ambiguous", "info",
+                              f"took {tok!r} in the file name as the host of {svc}; if it is "
+                              f"part of the service name pass --service-map "
+                              f"'{_glob(p)}*=SERVICE' and --host-map '{_glob(p)}*=HOST'"))
+        host = host or dir_host
+        svc = names.service(p) or svc
+        out[p] = FileNames(host, svc, svc in KNOWN_SERVICES, notes)
+    # the same file name in two folders that both give one host and service means the layout
+    # hid a host (rotated copies of one log share a folder and are fine)
+    seen: dict[tuple[str | None, str, str], set[str]] = defaultdict(set)
+    for p, fn in out.items():
+        seen[(fn.host, fn.service, _base(p))].add(str(rels[p].parent))
+    for p, fn in out.items():
+        same = seen[(fn.host, fn.service, _base(p))]
+        if len(same) > 1 and not names.host(p):
+            fn.notes.append(("layout_ambiguous", "info",
+                             f"{len(same)} folders hold {_base(p)} as service {fn.service} on "
+                             f"host {fn.host or '(input folder)'}; if they are different hosts "
+                             f"pass --host-map '*/FOLDER/*=HOST' for each"))
+    return out
