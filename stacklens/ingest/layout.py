@@ -39,7 +39,7 @@ from stacklens.ingest.names import (
     service_from_name,
 )
 
-__all__ = ["FileNames", "KNOWN_SERVICES", "infer_layout", "split_service"]
+__all__ = ["FileNames", "KNOWN_SERVICES", "infer_layout", "merger_alias", "split_service"]
 
 #: OpenStack binaries (console_scripts in each project's setup.cfg, Havana..2025.1) and the
 #: single-name services (keystone under mod_wsgi, tempest, horizon).
@@ -54,7 +54,9 @@ KNOWN_SERVICES: frozenset[str] = frozenset(
             "server", "openvswitch-agent", "linuxbridge-agent", "dhcp-agent", "l3-agent",
             "metadata-agent", "ovn-metadata-agent", "ovn-agent", "sriov-nic-agent",
             "metering-agent", "lbaas-agent", "lbaasv2-agent", "ns-metadata-proxy", "rpc-server",
-            "periodic-workers", "macvtap-agent", "bgp-dragent", "vpn-agent", "api", "rpc")),
+            "periodic-workers", "macvtap-agent", "bgp-dragent", "vpn-agent", "api", "rpc",
+            "netns-cleanup", "ovs-cleanup", "ipset-cleanup", "keepalived-state-change",
+            "ovn-db-sync-util", "db-manage")),
         *(f"cinder-{s}" for s in ("api", "scheduler", "volume", "backup", "manage", "wsgi")),
         *(f"glance-{s}" for s in ("api", "registry", "manage", "cache", "scrubber")),
         *(f"heat-{s}" for s in ("api", "api-cfn", "engine", "manage")),
@@ -74,6 +76,11 @@ _GENERIC_DIRS = frozenset(
      "placement-api", "ovn", "octavia", "ironic"]
 )
 _SEP = re.compile(r"[-._]")
+# tails that qualify a log, never name a host (keystone-access.log, n-api-error.log)
+_NOT_HOST = frozenset(
+    ["access", "error", "errors", "wsgi", "admin", "public", "main", "audit", "json", "debug",
+     "stdout", "stderr", "console", "trace", "out", "err", "log", "txt", "summary"]
+)
 _HOSTISH = re.compile(r"\d")
 
 
@@ -88,16 +95,14 @@ class FileNames:
     notes: list[tuple[str, str, str]] = field(default_factory=list)
 
 
-def _resolve(name: str, parent: str) -> str | None:
-    """The binary a bare name stands for in folder ``parent``, or None."""
+def _resolve(name: str, parent: str | None) -> str | None:
+    """The binary a bare name stands for (in folder ``parent`` when given), or None."""
     if name in DEVSTACK_ALIASES:
         return DEVSTACK_ALIASES[name]
     if name in KNOWN_SERVICES:
         return name
     if parent in _PROJECTS and f"{parent}-{name}" in KNOWN_SERVICES:
         return f"{parent}-{name}"
-    if name.upper() in MERGER_ALIASES:
-        return MERGER_ALIASES[name.upper()]
     return None
 
 
@@ -114,18 +119,20 @@ def split_service(path: str) -> tuple[str | None, str | None]:
     when no known service is in the name. Rotation suffixes are removed first, never hosts."""
     p = PurePath(path)
     base, parent = _base(path), p.parent.name
-    whole = _resolve(base, parent)
+    whole = _resolve(base, parent) or MERGER_ALIASES.get(base.upper())
     if whole:
         return whole, None
     cuts = [m.start() for m in _SEP.finditer(base)]
-    for c in reversed(cuts):  # longest known service first: "<service><sep><host>"
-        svc = _resolve(base[:c], parent)
-        if svc and base[c + 1 :]:
-            return svc, base[c + 1 :]
-    for c in cuts:  # "<host><sep><service>"
-        svc = _resolve(base[c + 1 :], parent)
-        if svc and base[:c]:
-            return svc, base[:c]
+    # full binary names before short names completed by the folder (nova/compute-3.log)
+    for par in (None, parent):
+        for c in reversed(cuts):  # longest known service first: "<service><sep><host>"
+            svc, tail = _resolve(base[:c], par), base[c + 1 :]
+            if svc and tail:
+                return (svc, tail) if tail.lower() not in _NOT_HOST else (None, None)
+        for c in cuts:  # "<host><sep><service>"
+            svc, head = _resolve(base[c + 1 :], par), base[:c]
+            if svc and head and head.lower() not in _NOT_HOST:
+                return svc, head
     return None, None
 
 
@@ -198,3 +205,46 @@ def infer_layout(files: list[tuple[str, str]], names: NameMap | None = None) -> 
                              f"host {fn.host or '(input folder)'}; if they are different hosts "
                              f"pass --host-map '*/FOLDER/*=HOST' for each"))
     return out
+
+
+# os-log-merger (openstack/os-log-merger oslogmerger.py, PATH_MAP and FILE_MAP): alias levels
+# 2 and 3 write "[<dirs>/]<P>-<CODE>" for "<dirs>/<project>/<file>.log"
+_MERGER_PROJECT = {"N": "nova", "G": "glance", "C": "cinder", "K": "keystone", "Q": "neutron",
+                   "S": "swift", "H": "heat", "T": "ceilometer"}
+_MERGER_CODE = {
+    "SCH": "scheduler", "VOL": "volume", "BAK": "backup", "MNG": "manage", "API": "api",
+    "CRT": "cert", "CPU": "compute", "COND": "conductor", "CAUTH": "consoleauth",
+    "NET": "network", "NOVNC": "novncproxy", "KEY": "keystone", "REG": "registry",
+    "AGT": "openvswitch-agent", "DHCP": "dhcp-agent", "L3": "l3-agent", "LBAAS": "lbaas-agent",
+    "META": "metadata-agent", "MTR": "metering-agent", "SVC": "linuxbridge-agent",
+    "ENG": "engine",
+}
+_MERGER_SHORT = re.compile(r"^([A-Z])-([\w\-]+?)(?:\.\w+)?$")
+
+
+def merger_alias(alias: str) -> tuple[str | None, str | None]:
+    """``(host, service)`` an os-log-merger alias stands for; None where it does not say.
+
+    Level 0 aliases are the file path (``node1/var/log/nova/nova-api.log``), level 1 the file
+    name, levels 2-3 ``node1/N-CPU`` (project letter, file code), and user aliases
+    (``file:ALIAS``) are free text: only the README's (``NEUTRONSRV``, ``NOVACPU``, ...) and
+    aliases that contain a service name (``nova-compute-3``) are understood. os-log-merger
+    prints no legend of its aliases, so an alias it does not explain gives ``(None, None)``."""
+    parts = [p for p in alias.split("/") if p]
+    if not parts:
+        return None, None
+    host = host_from_path(alias)
+    if host is None:
+        host = next((p for p in parts[:-1] if p.lower() not in _GENERIC_DIRS), None)
+    last = parts[-1]
+    m = _MERGER_SHORT.match(last)
+    if m and m.group(1) in _MERGER_PROJECT:
+        proj = _MERGER_PROJECT[m.group(1)]
+        name = _MERGER_CODE.get(m.group(2).upper(), m.group(2).lower())
+        if proj == "neutron" and name == "api":
+            name = "server"  # FILE_MAP maps neutron's server.log to API
+        return host, _resolve(name, proj) or f"{proj}-{name}"
+    if last.upper() in MERGER_ALIASES:
+        return host, MERGER_ALIASES[last.upper()]
+    svc, tok = split_service(alias if len(parts) > 1 else last)
+    return host or tok, svc

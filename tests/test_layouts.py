@@ -1,0 +1,211 @@
+"""Hosts and services from file layouts (issue 7 defect 2, issue 15 non-UTF-8 names).
+
+Synthetic trees follow real naming conventions: distribution packages (``/var/log/<project>/
+<binary>.log``, logrotate ``.1``/``.2.gz``/``-YYYYMMDD``), kolla (``/var/log/kolla/<project>``),
+devstack (``screen-<short>.txt``, ``<short>.log``; devstack ``stackrc`` short names), zuul
+multinode (``<host>/logs/screen-*.txt``) and flat renamings (``nova-compute-3.log``). Lines are
+oslo.log's default ``logging_context_format_string`` (oslo.log ``_options.py``, every release):
+``%(asctime)s.%(msecs)03d %(process)d %(levelname)s %(name)s [%(request_id)s ...] %(message)s``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import DATA, need
+
+from stacklens.ingest.layout import infer_layout, merger_alias, split_service
+from stacklens.ingest.names import NameMap
+from stacklens.ingest.pipeline import ingest
+
+LINE = (
+    "2016-01-29 15:38:{s:02d}.690 26926 INFO nova.compute.manager "
+    "[req-0b6a9c3e-1111-4222-8333-944455556666 admin demo] line {i}\n"
+)
+
+
+def oslo(n: int = 3) -> bytes:
+    return "".join(LINE.format(s=i % 60, i=i) for i in range(n)).encode()
+
+
+def tree(root: Path, names: list[str]) -> Path:
+    for n in names:
+        p = root / n
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(gzip.compress(oslo()) if n.endswith(".gz") else oslo())
+    return root
+
+
+def pairs(root: Path, **kw) -> dict[str, tuple[str, str]]:
+    """{file name relative to root: (host, service)} after ingest."""
+    ev = ingest([str(root)], **kw).events
+    out = {}
+    for f, h, s in ev.select("file", "host", "service").unique().rows():
+        out[os.path.relpath(f, root)] = (h, s)
+    return out
+
+
+def ambiguous(root: Path, **kw) -> list[str]:
+    st = ingest([str(root)], **kw).ingest_stats
+    return st.filter(pl.col("kind") == "layout_ambiguous")["detail"].to_list()
+
+
+@pytest.mark.parametrize(
+    ("name", "service", "token"),
+    [
+        ("nova-compute-3.log", "nova-compute", "3"),
+        ("nova-compute.fake-3.log", "nova-compute", "fake-3"),
+        ("n-cpu-2.log", "nova-compute", "2"),
+        ("nova-compute.log.1", "nova-compute", None),
+        ("nova-compute.log.2.gz", "nova-compute", None),
+        ("nova-compute.log-20160129.gz", "nova-compute", None),
+        ("screen-n-cpu.txt.gz", "nova-compute", None),
+        ("devstack@n-cpu.service.log", "nova-compute", None),
+        ("ctl1.n-api.log", "nova-api", "ctl1"),
+        ("compute-03-nova-compute.log", "nova-compute", "compute-03"),
+        ("nova-api-metadata-3.log", "nova-api-metadata", "3"),
+        ("/var/log/neutron/server.log", "neutron-server", None),
+        ("/var/log/neutron/openvswitch-agent.log-20151124.gz", "neutron-openvswitch-agent", None),
+        ("keystone-access.log", None, None),  # a qualifier, not a host
+    ],
+)
+def test_split_service(name, service, token):
+    assert split_service(name) == (service, token)
+
+
+def test_flat_numbered_files_are_one_service_on_several_hosts(tmp_path):
+    root = tree(tmp_path / "logs", ["nova-compute-1.log", "nova-compute-2.log",
+                                    "nova-compute-3.log", "nova-compute-3.log.1",
+                                    "nova-api.log"])
+    got = pairs(root)
+    assert got["nova-compute-1.log"] == ("1", "nova-compute")
+    assert got["nova-compute-3.log"] == got["nova-compute-3.log.1"] == ("3", "nova-compute")
+    # no token: the input folder names the host, as for a single-host dump
+    assert got["nova-api.log"] == ("logs", "nova-api")
+    assert ambiguous(root) == []
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "{h}/var/log/nova/nova-compute.log",  # sosreport, ansible fetch, the lab
+        "{h}/var/log/kolla/nova/nova-compute.log",  # kolla-ansible
+        "{h}/var/log/containers/nova/nova-compute.log",  # tripleo
+        "{h}/nova/nova-compute.log",
+        "{h}/logs/screen-n-cpu.txt",  # zuul multinode
+        "{h}/n-cpu.log",
+        "nova-compute.{h}.log",
+        "nova-compute-{h}.log",
+    ],
+)
+def test_layouts_give_host_and_service(tmp_path, layout):
+    hosts = ["cmp1", "compute-03"]
+    root = tree(tmp_path / "in", [layout.format(h=h) for h in hosts])
+    got = pairs(root)
+    assert sorted(got.values()) == sorted((h, "nova-compute") for h in hosts)
+
+
+def test_role_folder_and_bare_project_file(tmp_path):
+    root = tree(tmp_path / "in", ["compute-03/nova.log", "controller/nova-api.log"])
+    got = pairs(root)
+    assert got["compute-03/nova.log"] == ("compute-03", "nova-compute")
+    assert got["controller/nova-api.log"] == ("controller", "nova-api")
+
+
+def test_single_host_dump_with_subfolders_keeps_the_input_name(tmp_path):
+    # devstack-gate: screen logs at the top, openvswitch/ and apache/ beside them
+    root = tree(tmp_path / "job", ["screen-n-cpu.txt", "openvswitch/ovs.txt",
+                                   "apache/keystone.txt"])
+    assert {h for h, _ in pairs(root).values()} == {"job"}
+
+
+def test_ambiguity_is_said_with_the_maps_that_fix_it(tmp_path):
+    root = tree(tmp_path / "in", ["frobnicator.log", "a/nova-compute.log", "b/nova-compute.log",
+                                  "nova-compute-blue.log"])
+    notes = ambiguous(root)
+    assert any("frobnicator" in n and "--service-map '*/frobnicator.log*=SERVICE'" in n
+               for n in notes)
+    assert any("2 folders hold nova-compute" in n and "--host-map" in n for n in notes)
+    assert any("'blue'" in n and "--host-map" in n for n in notes)
+    # the suggested maps do fix it
+    fixed = NameMap(["*/a/*=ha", "*/b/*=hb"], ["*/frobnicator.log*=nova-conductor"])
+    got = pairs(root, names=fixed)
+    assert got["a/nova-compute.log"] == ("ha", "nova-compute")
+    assert got["frobnicator.log"][1] == "nova-conductor"
+    assert not any("folders hold" in n for n in ambiguous(root, names=fixed))
+
+
+def test_journald_export_takes_host_and_service_from_lines(tmp_path):
+    # journalctl -o short-precise of devstack units: "<time> <host> <unit>[pid]: <oslo record>"
+    lines = "".join(
+        f"Jan 29 15:38:{i:02d}.690000 {h} devstack@n-cpu.service[26926]: INFO "
+        f"nova.compute.manager [req-0b6a9c3e-1111-4222-8333-944455556666 admin demo] x\n"
+        for i, h in enumerate(["cmp1", "cmp2", "cmp1"])
+    )
+    (tmp_path / "journal.txt").write_text(lines)
+    ev = ingest([str(tmp_path)]).events
+    assert sorted(set(ev.select("host", "service").rows())) == [
+        ("cmp1", "nova-compute"), ("cmp2", "nova-compute")]
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="macOS refuses non-UTF-8 file names")
+def test_non_utf8_file_and_folder_names_are_escaped_and_counted(tmp_path):
+    bad = os.fsdecode(b"cmp\xff")
+    root = tree(tmp_path / "in", [f"{bad}/nova-compute.log", f"other/nova-compute-{bad}x.log"])
+    r = ingest([str(root)])
+    hosts = set(r.events["host"].to_list())
+    assert hosts == {"cmp\\xff", "cmp\\xffx"}
+    assert r.ingest_stats.filter(pl.col("kind") == "non_utf8_name")["count"].sum() == 2
+    # written and read back (DuckDB/Parquet need valid UTF-8)
+    r.events.write_parquet(tmp_path / "ev.parquet")
+
+
+def test_infer_layout_is_pure_and_user_maps_win():
+    lay = infer_layout([("x/nova-compute-3.log", "nova-compute-3.log")],
+                       NameMap(["*-3.log=three"], []))
+    assert (lay["x/nova-compute-3.log"].host, lay["x/nova-compute-3.log"].service) == (
+        "three", "nova-compute")
+
+
+@pytest.mark.parametrize(
+    ("alias", "want"),
+    [
+        ("NEUTRONSRV", (None, "neutron-server")),  # os-log-merger README
+        ("node1/N-CPU", ("node1", "nova-compute")),  # --alias-level 2
+        ("node2/Q-API", ("node2", "neutron-server")),  # FILE_MAP: server -> API
+        ("node1/C-api", ("node1", "cinder-api")),
+        ("node1/var/log/nova/nova-api.log", ("node1", "nova-api")),  # level 0: the path
+        ("NS1", (None, None)),  # a free user alias: no legend, unknown
+    ],
+)
+def test_merger_alias(alias, want):
+    assert merger_alias(alias) == want
+
+
+def test_real_logs_renamed_flat_keep_hosts_and_services(tmp_path):
+    """The osp7 tree (<host>/var/log/<project>/...), each file's head copied to flat names
+    ``<service>-<host>.log`` and ``<service>.<host>.log``: the same (host, service) pairs."""
+    src = need(DATA / "oslo-logs" / "oslogmerger-osp7-router")
+    tree_in = tmp_path / "tree"
+    files = [p for h in sorted(src.glob("*/var")) for p in sorted(h.rglob("*.log"))[:12]]
+    for p in files:
+        dst = tree_in / p.relative_to(src)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        with p.open("rb") as f:
+            dst.write_bytes(b"".join(f.readline() for _ in range(200)))
+    want = set(ingest([str(tree_in)]).events.select("host", "service").unique().rows())
+    assert len({h for h, _ in want}) >= 2
+    for i, sep in enumerate(["-", "."]):
+        flat = tmp_path / f"flat{i}"
+        flat.mkdir()
+        ev = ingest([str(tree_in)]).events.select("file", "host", "service").unique()
+        for f, h, s in ev.rows():
+            shutil.copy(f, flat / f"{s}{sep}{h}.log")  # copies of one service: one file
+        got = set(ingest([str(flat)]).events.select("host", "service").unique().rows())
+        assert got == want
