@@ -142,8 +142,11 @@ def detect_offset(
     d = [s - c for c, s in pairs]
     med = statistics.median(d)
     q = round(med / _QUARTER_NS)
-    if q == 0:
+    if q == 0 and abs(med) <= tol_s * _NS:
         return OffsetGuess(None, f"server within {abs(med) / _NS:.1f} s of client: UTC", n)
+    if q == 0:
+        return OffsetGuess(None, f"offset {med / _NS:.0f} s is under 15 minutes: clock skew, "
+                                 "not a zone", n)
     if abs(med - q * _QUARTER_NS) > tol_s * _NS:
         return OffsetGuess(None, f"offset {med / _NS:.0f} s is not a whole number of quarter "
                                  "hours: clock skew, not a zone", n)
