@@ -27,7 +27,7 @@ from stacklens.ingest.timezone import TzSpec, apply_tz, parse_tz
 from stacklens.ingest.tokenize import FileChunk, tokenize_batch
 from stacklens.schema import conform, empty
 
-__all__ = ["IngestResult", "ingest", "ingest_files"]
+__all__ = ["IngestResult", "ingest", "ingest_files", "layout_of"]
 
 _SAMPLE_LINES = 400
 _BATCH_BYTES = 64 << 20  # tokenize small files together, up to about this many bytes
@@ -134,6 +134,12 @@ def _rel(f: SourceFile) -> str:
         return f.path.name
 
 
+def layout_of(files: list[SourceFile], names: NameMap) -> dict[str, FileNames]:
+    """Host and service of each file, inferred from all of ``files`` together (keys: the file
+    path as stored in ``events.file``)."""
+    return infer_layout([(safe_name(str(f.path)), safe_name(_rel(f))) for f in files], names)
+
+
 def _tz_rows(events: pl.DataFrame, spec: TzSpec) -> list[tuple[str, str, str, int, str]]:
     """One ``timezone_assumption`` row per host, in words (never local time labelled UTC
     silently)."""
@@ -189,17 +195,19 @@ def ingest_files(
     inputs: list[str] | None = None,
     merged_seen: bool | None = None,
     tz: list[str] | None = None,
+    layout: dict[str, FileNames] | None = None,
 ) -> IngestResult:
     """:func:`ingest` of files already found (a Spark partition gets its share this way).
 
     ``merged_seen`` says whether os-log-merger output sits beside other logs in the whole input
-    (default: more than one file here)."""
+    (default: more than one file here). ``layout`` is :func:`~stacklens.ingest.layout.
+    infer_layout` of the whole input (default: of ``files``; a partition must be given the
+    whole input's, as hosts are inferred from all files together)."""
     t0 = time.perf_counter()
     names = names or NameMap()
     tzspec = parse_tz(tz or [], tz_offset_s)
-    layout = infer_layout(
-        [(safe_name(str(f.path)), safe_name(_rel(f))) for f in files], names
-    )
+    if layout is None:
+        layout = layout_of(files, names)
     # os-log-merger output is skipped when the folder also holds per-service logs
     merged_seen = len(files) > 1 if merged_seen is None else merged_seen
     workers = workers or max(1, min(len(files), os.cpu_count() or 1))
