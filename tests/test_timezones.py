@@ -75,6 +75,7 @@ def test_ingest_tz_per_host_and_assumptions_in_words(tmp_path):
     by_host = dict(r.events.select("host", "ts_ns").rows())
     assert by_host["ctl1"] == ns("2024-07-15 12:00:00")
     assert by_host["cmp1"] == ns("2024-07-15 12:00:00")
+    assert r.timezone_summary.startswith("UTC (converted from local time by --tz: ctl1=Europe/Paris")
     said = r.ingest_stats.filter(pl.col("kind") == "timezone_assumption")["detail"].to_list()
     assert "host ctl1: times converted from Europe/Paris to UTC (--tz)" in said
     assert any(s.startswith("host cmp1: times assumed UTC: no zone in oslo.log lines; pass --tz "

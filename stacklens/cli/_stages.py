@@ -14,7 +14,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from stacklens.analyze.run import analyze
 from stacklens.ingest.names import NameMap
-from stacklens.ingest.pipeline import TIMEZONE_ASSUMPTION
 from stacklens.ingest.pipeline import ingest as run_ingest
 from stacklens.report.html import render_html
 from stacklens.report.terminal import render_terminal
@@ -74,7 +73,7 @@ def ingest_stage(
             "quarantined": res.quarantine.height,
             "wall_s": round(res.wall_s, 3),
             "lines_per_s": round(res.lines / res.wall_s) if res.wall_s else None,
-            "timezone_assumption": TIMEZONE_ASSUMPTION,
+            "timezone_assumption": res.timezone_summary,
             "tz_offset_s": tz_offset_s,
             "tz": list(tz or []),
         },

@@ -32,8 +32,14 @@ __all__ = ["IngestResult", "ingest", "ingest_files", "layout_of"]
 _SAMPLE_LINES = 400
 _BATCH_BYTES = 64 << 20  # tokenize small files together, up to about this many bytes
 _SAMPLE_LINE_CHARS = 4_096
-TIMEZONE_ASSUMPTION = (
+#: per host without ``--tz`` (ingest_stats ``timezone_assumption``)
+HOST_TZ_ASSUMED = (
     "times assumed UTC: no zone in oslo.log lines; pass --tz HOST=ZONE if this host logs local time"
+)
+#: the run's summary without ``--tz`` (manifest, report); the first word is the zone shown
+TIMEZONE_ASSUMPTION = (
+    "UTC (assumed for every host: oslo.log lines carry no zone; pass --tz HOST=ZONE for a host "
+    "that logs local time)"
 )
 
 
@@ -50,6 +56,7 @@ class IngestResult:
     bytes: int = 0
     wall_s: float = 0.0
     inputs: list[str] = field(default_factory=list)
+    timezone_summary: str = TIMEZONE_ASSUMPTION  # what the times are, in words; starts "UTC"
 
 
 @dataclass
@@ -140,6 +147,16 @@ def layout_of(files: list[SourceFile], names: NameMap) -> dict[str, FileNames]:
     return infer_layout([(safe_name(str(f.path)), safe_name(_rel(f))) for f in files], names)
 
 
+def _tz_summary(spec: TzSpec) -> str:
+    if spec.default is None and not spec.hosts:
+        return TIMEZONE_ASSUMPTION
+    given = [f"{h}={z}" for h, z in spec.hosts]
+    if spec.default:
+        given.append(f"other hosts={spec.default}")
+    rest = "" if spec.default else "; other hosts assumed UTC (oslo.log lines carry no zone)"
+    return f"UTC (converted from local time by --tz: {', '.join(given)}{rest})"
+
+
 def _tz_rows(events: pl.DataFrame, spec: TzSpec) -> list[tuple[str, str, str, int, str]]:
     """One ``timezone_assumption`` row per host, in words (never local time labelled UTC
     silently)."""
@@ -148,7 +165,7 @@ def _tz_rows(events: pl.DataFrame, spec: TzSpec) -> list[tuple[str, str, str, in
     for host, n in counts:
         zone = spec.zone(host)
         said = (f"times converted from {zone} to UTC (--tz)" if zone
-                else TIMEZONE_ASSUMPTION)
+                else HOST_TZ_ASSUMED)
         rows.append(("*", "timezone_assumption", "info", n, f"host {host}: {said}"))
     return rows
 
@@ -270,4 +287,5 @@ def ingest_files(
         bytes=sum(r.nbytes for r in reads),
         wall_s=time.perf_counter() - t0,
         inputs=inputs or [],
+        timezone_summary=_tz_summary(tzspec),
     )
