@@ -209,3 +209,27 @@ def test_real_logs_renamed_flat_keep_hosts_and_services(tmp_path):
             shutil.copy(f, flat / f"{s}{sep}{h}.log")  # copies of one service: one file
         got = set(ingest([str(flat)]).events.select("host", "service").unique().rows())
         assert got == want
+
+
+def merged_line(alias: str, s: int) -> str:
+    # os-log-merger LogEntry.__str__: '%s [%s] %s' % (dt_str, alias, data), dt_str '%f'
+    return (f"2016-01-29 15:38:{s:02d}.690000 [{alias}] 26926 INFO neutron.agent.l3.agent "
+            "[req-0b6a9c3e-1111-4222-8333-944455556666 admin demo] x\n")
+
+
+def test_merger_output_aliases_give_hosts_and_services(tmp_path):
+    f = tmp_path / "merged.log"
+    f.write_text("".join(merged_line(a, i) for i, a in enumerate(
+        ["NEUTRONSRV", "N-CPU", "nova-compute-3", "NS1", "NS1"])))
+    r = ingest([str(f)])
+    got = set(r.events.select("host", "service").rows())
+    assert ("3", "nova-compute") in got
+    folder = tmp_path.name  # an alias that names no host: the input folder's name
+    assert {(folder, "neutron-server"), (folder, "nova-compute"), (folder, "ns1")} <= got
+    notes = r.ingest_stats.filter(pl.col("kind") == "layout_ambiguous")
+    assert notes["count"].to_list() == [2]
+    assert "--host-map '*:NS1=HOST'" in notes["detail"][0]
+    # the maps it suggests, os-log-merger's file:ALIAS syntax, settle it
+    r = ingest([str(f)], names=NameMap(["*:NS1=ctl1"], ["*:NS1=neutron-server"]))
+    assert ("ctl1", "neutron-server") in set(r.events.select("host", "service").rows())
+    assert r.ingest_stats.filter(pl.col("kind") == "layout_ambiguous").height == 0

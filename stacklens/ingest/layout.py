@@ -39,7 +39,8 @@ from stacklens.ingest.names import (
     service_from_name,
 )
 
-__all__ = ["FileNames", "KNOWN_SERVICES", "infer_layout", "merger_alias", "split_service"]
+__all__ = ["FileNames", "KNOWN_SERVICES", "infer_layout", "merged_names", "merger_alias",
+           "split_service"]
 
 #: OpenStack binaries (console_scripts in each project's setup.cfg, Havana..2025.1) and the
 #: single-name services (keystone under mod_wsgi, tempest, horizon).
@@ -219,7 +220,7 @@ _MERGER_CODE = {
     "META": "metadata-agent", "MTR": "metering-agent", "SVC": "linuxbridge-agent",
     "ENG": "engine",
 }
-_MERGER_SHORT = re.compile(r"^([A-Z])-([\w\-]+?)(?:\.\w+)?$")
+_MERGER_SHORT = re.compile(r"^([A-Za-z])-([\w\-]+?)(?:\.\w+)?$")
 
 
 def merger_alias(alias: str) -> tuple[str | None, str | None]:
@@ -238,8 +239,8 @@ def merger_alias(alias: str) -> tuple[str | None, str | None]:
         host = next((p for p in parts[:-1] if p.lower() not in _GENERIC_DIRS), None)
     last = parts[-1]
     m = _MERGER_SHORT.match(last)
-    if m and m.group(1) in _MERGER_PROJECT:
-        proj = _MERGER_PROJECT[m.group(1)]
+    if m and m.group(1).upper() in _MERGER_PROJECT and not split_service(last)[0]:
+        proj = _MERGER_PROJECT[m.group(1).upper()]
         name = _MERGER_CODE.get(m.group(2).upper(), m.group(2).lower())
         if proj == "neutron" and name == "api":
             name = "server"  # FILE_MAP maps neutron's server.log to API
@@ -248,3 +249,32 @@ def merger_alias(alias: str) -> tuple[str | None, str | None]:
         return host, MERGER_ALIASES[last.upper()]
     svc, tok = split_service(alias if len(parts) > 1 else last)
     return host or tok, svc
+
+
+def merged_names(
+    keys: list[tuple[str, str]], names: NameMap | None = None
+) -> dict[tuple[str, str], tuple[str | None, str, tuple[str, str, str] | None]]:
+    """Names of os-log-merger records: ``{(file, alias_service): (host, service, note)}``.
+
+    ``alias_service`` is what the tokenizer made of the ``[ALIAS]`` column (a README alias
+    mapped to its binary, else the alias lower-cased). User maps are matched against
+    ``<file>:<alias>`` (os-log-merger's own ``file:ALIAS`` syntax, case as in the file or upper),
+    then :func:`merger_alias` decodes path and level-2 aliases. ``host`` None keeps the file's
+    host; ``note`` is a ``layout_ambiguous`` stats entry for an alias that names no known service.
+    """
+    names = names or NameMap()
+    out = {}
+    for f, svc in keys:
+        tries = [f"{f}:{svc}", f"{f}:{svc.upper()}"]
+        mh = next((h for k in tries if (h := names.host(k))), None)
+        ms = next((x for k in tries if (x := names.service(k))), None)
+        host, dec = merger_alias(svc)
+        service = ms or (svc if svc in KNOWN_SERVICES else dec) or svc
+        note = None
+        if ms is None and service not in KNOWN_SERVICES:
+            note = ("layout_ambiguous", "info",
+                    f"os-log-merger alias {svc.upper()!r} names no known service (the merged "
+                    f"file has no legend); pass --service-map '*:{svc.upper()}=SERVICE' and "
+                    f"--host-map '*:{svc.upper()}=HOST'")
+        out[(f, svc)] = (mh or host, service, note)
+    return out

@@ -20,7 +20,7 @@ import polars as pl
 from stacklens.errors import NoLogsFound
 from stacklens.ingest.facts import add_facts
 from stacklens.ingest.formats import LineFormat, detect_format
-from stacklens.ingest.layout import FileNames, infer_layout
+from stacklens.ingest.layout import FileNames, infer_layout, merged_names
 from stacklens.ingest.names import NameMap, safe_name
 from stacklens.ingest.sources import SourceFile, find_files, read_bytes
 from stacklens.ingest.timezone import TzSpec, apply_tz, parse_tz
@@ -124,9 +124,32 @@ def _read(src: SourceFile, names: NameMap, merged_seen: bool, fn: FileNames | No
     return _Read(FileChunk(path, data, host, service, year), fmt, stats, nlines, len(data))
 
 
-def _tokenize(chunks: list[FileChunk], fmt: LineFormat, tz: TzSpec) -> _Tokenized:
+def _merged(ev: pl.DataFrame, names: NameMap) -> tuple[pl.DataFrame, list]:
+    """os-log-merger records: aliases -> hosts and services (:func:`merged_names`)."""
+    keys = ev.select("file", "service").unique().drop_nulls().rows()
+    got = merged_names(keys, names)
+    table = pl.DataFrame(
+        [(f, a, h, s) for (f, a), (h, s, _) in got.items()],
+        schema=["file", "service", "_mh", "_ms"], orient="row",
+    )
+    ev = ev.join(table, on=["file", "service"], how="left", maintain_order="left")
+    ev = ev.with_columns(
+        host=pl.coalesce("_mh", "host"), service=pl.coalesce("_ms", "service")
+    ).drop("_mh", "_ms")
+    counts = dict(((f, a), n) for f, a, n in
+                  ev.group_by("file", "service").len().rows()) if got else {}
+    stats = [(f, *note[:2], counts.get((f, s), 0), note[2])
+             for (f, a), (_, s, note) in got.items() if note]
+    return ev, stats
+
+
+def _tokenize(chunks: list[FileChunk], fmt: LineFormat, tz: TzSpec,
+              names: NameMap | None = None) -> _Tokenized:
     tr = tokenize_batch(chunks, fmt)
     ev = tr.events
+    if ev.height and fmt.name == "oslo_merged":
+        ev, extra = _merged(ev, names or NameMap())
+        tr.stats.extend(extra)
     if ev.height:
         ev = add_facts(ev)
         ev = apply_tz(ev, tz)
@@ -235,7 +258,7 @@ def ingest_files(
 
         def flush(name: str) -> None:
             fmt, chunks = pending.pop(name)
-            toks.append(pool.submit(_tokenize, chunks, fmt, tzspec))
+            toks.append(pool.submit(_tokenize, chunks, fmt, tzspec, names))
 
         # reads run ahead of tokenizing by at most 2 x workers files (bounded memory)
         ahead = 2 * workers
