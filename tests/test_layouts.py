@@ -88,7 +88,9 @@ def test_flat_numbered_files_are_one_service_on_several_hosts(tmp_path):
     assert got["nova-compute-3.log"] == got["nova-compute-3.log.1"] == ("3", "nova-compute")
     # no token: the input folder names the host, as for a single-host dump
     assert got["nova-api.log"] == ("logs", "nova-api")
-    assert ambiguous(root) == []
+    # ... and that is said, as the others name their hosts
+    notes = ambiguous(root)
+    assert len(notes) == 1 and "--host-map '*/nova-api.log*=HOST'" in notes[0]
 
 
 @pytest.mark.parametrize(
@@ -233,3 +235,49 @@ def test_merger_output_aliases_give_hosts_and_services(tmp_path):
     r = ingest([str(f)], names=NameMap(["*:NS1=ctl1"], ["*:NS1=neutron-server"]))
     assert ("ctl1", "neutron-server") in set(r.events.select("host", "service").rows())
     assert r.ingest_stats.filter(pl.col("kind") == "layout_ambiguous").height == 0
+
+
+def test_service_from_loggers():
+    from stacklens.ingest.layout import service_from_loggers
+
+    assert service_from_loggers("nova", {"nova.compute.manager": 80, "nova.compute.utils": 5,
+                                         "nova.scheduler.client.report": 10,
+                                         "oslo_messaging": 50})[0] == "nova-compute"
+    assert service_from_loggers("nova", {"nova.compute.manager": 3})[0] is None  # too few
+    mixed = {"nova.compute.manager": 50, "nova.conductor.manager": 50}
+    assert service_from_loggers("nova", mixed)[0] is None  # no clear majority
+
+
+LAB = Path("/work/artifacts/labrun/logs")
+
+
+@pytest.mark.parametrize("variant", ["dotted", "folder", "numbered"])
+def test_lab_logs_renamed_flat_keep_hosts_and_services(tmp_path, variant):
+    """A 2025.1 lab run's logs (<host>/var/log/<project>/<binary>.log), heads copied to flat
+    layouts: computes keep their hosts and one service; controller files, which then carry no
+    host, are said to."""
+    if not LAB.exists():
+        pytest.skip(f"no lab run at {LAB}")
+    want, flat = set(), tmp_path / variant
+    for p in sorted(LAB.glob("*/var/log/*/*.log")):
+        host, binary = p.relative_to(LAB).parts[0], p.stem
+        want.add((host, binary))
+        compute = host.startswith("fake-")
+        name = {"dotted": f"{binary}.{host}.log" if compute else f"{binary}.log",
+                "folder": f"{host}/{p.parent.name}.log" if compute else f"{host}/{binary}.log",
+                "numbered": f"{binary}-{host.removeprefix('fake-')}.log" if compute
+                else f"{binary}.log"}[variant]
+        dst = flat / name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        with p.open("rb") as f:
+            dst.write_bytes(b"".join(f.readline() for _ in range(3000)))
+    r = ingest([str(flat)])
+    got = set(r.events.select("host", "service").rows())
+    computes = {(h, s) for h, s in want if h.startswith("fake-")}
+    if variant == "numbered":
+        computes = {(h.removeprefix("fake-"), s) for h, s in computes}
+    assert computes <= got
+    assert {s for _, s in got} == {s for _, s in want}
+    if variant != "folder":
+        notes = r.ingest_stats.filter(pl.col("kind") == "layout_ambiguous")["detail"]
+        assert any("no host in the name or folder" in n for n in notes)

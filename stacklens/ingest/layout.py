@@ -40,7 +40,7 @@ from stacklens.ingest.names import (
 )
 
 __all__ = ["FileNames", "KNOWN_SERVICES", "infer_layout", "merged_names", "merger_alias",
-           "split_service"]
+           "service_from_loggers", "split_service"]
 
 #: OpenStack binaries (console_scripts in each project's setup.cfg, Havana..2025.1) and the
 #: single-name services (keystone under mod_wsgi, tempest, horizon).
@@ -193,6 +193,14 @@ def infer_layout(files: list[tuple[str, str]], names: NameMap | None = None) -> 
         host = host or dir_host
         svc = names.service(p) or svc
         out[p] = FileNames(host, svc, svc in KNOWN_SERVICES, notes)
+    # some files name their host and others do not: those get the input folder's name, say so
+    if any(fn.host for fn in out.values()):
+        for p, fn in out.items():
+            if fn.host is None:
+                fn.notes.append(("layout_ambiguous", "info",
+                                 f"no host in the name or folder of this {fn.service} log while "
+                                 f"other files name theirs; used the input folder's name. Pass "
+                                 f"--host-map '{_glob(p)}*=HOST' to name it"))
     # the same file name in two folders that both give one host and service means the layout
     # hid a host (rotated copies of one log share a folder and are fine)
     seen: dict[tuple[str | None, str, str], set[str]] = defaultdict(set)
@@ -278,3 +286,30 @@ def merged_names(
                     f"--host-map '*:{svc.upper()}=HOST'")
         out[(f, svc)] = (mh or host, service, note)
     return out
+
+
+def service_from_loggers(project: str, loggers: dict[str, int], min_records: int = 5,
+                         min_share: float = 0.6) -> tuple[str | None, str]:
+    """The binary of a file named only by its project (``compute-1/nova.log``) from the counts
+    of its records' logger names: ``nova.compute.manager`` runs in ``nova-compute`` (each
+    project's ``<project>/<binary>/`` package holds that binary's manager). Returns
+    ``(service or None, reason in words)``; None when fewer than ``min_records`` records name
+    a binary or no binary has ``min_share`` of them (libraries such as ``nova.compute.utils``
+    run in several binaries, so only a clear majority counts)."""
+    votes: dict[str, int] = defaultdict(int)
+    for name, n in loggers.items():
+        parts = (name or "").split(".")
+        if len(parts) >= 2 and parts[0] == project:
+            cand = f"{project}-{parts[1]}"
+            if parts[1] == "osapi_compute":
+                cand = f"{project}-api"
+            if cand in KNOWN_SERVICES:
+                votes[cand] += n
+    total = sum(votes.values())
+    if total < min_records:
+        return None, f"only {total} records with a {project}.<binary> logger"
+    best = max(votes, key=lambda k: votes[k])
+    share = votes[best] / total
+    if share < min_share:
+        return None, f"no binary has most loggers ({best} {share:.0%})"
+    return best, f"{share:.0%} of {total} records log as {best.replace('-', '.', 1)}.*"

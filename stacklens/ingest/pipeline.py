@@ -20,8 +20,8 @@ import polars as pl
 from stacklens.errors import NoLogsFound
 from stacklens.ingest.facts import add_facts
 from stacklens.ingest.formats import LineFormat, detect_format
-from stacklens.ingest.layout import FileNames, infer_layout, merged_names
-from stacklens.ingest.names import NameMap, safe_name
+from stacklens.ingest.layout import FileNames, infer_layout, merged_names, service_from_loggers
+from stacklens.ingest.names import _PROJECTS, NameMap, safe_name
 from stacklens.ingest.sources import SourceFile, find_files, read_bytes
 from stacklens.ingest.timezone import TzSpec, apply_tz, parse_tz
 from stacklens.ingest.tokenize import FileChunk, tokenize_batch
@@ -143,6 +143,27 @@ def _merged(ev: pl.DataFrame, names: NameMap) -> tuple[pl.DataFrame, list]:
     return ev, stats
 
 
+def _bare_project_files(ev: pl.DataFrame, stats: list) -> pl.DataFrame:
+    """Files named only by their project (``nova.log``): the binary from the loggers
+    (:func:`service_from_loggers`), said in ``ingest_stats`` kind ``layout_inferred``."""
+    bare = ev.filter(pl.col("service").is_in(list(_PROJECTS)))
+    if bare.height == 0:
+        return ev
+    fix = {}
+    for (f, proj), g in bare.group_by("file", "service"):
+        counts = dict(g.group_by("logger").len().rows())
+        svc, why = service_from_loggers(str(proj), counts)
+        if svc:
+            fix[f] = svc
+            stats.append((f, "layout_inferred", "info", g.height,
+                          f"file names only the project {proj}; service {svc} from its "
+                          f"loggers ({why}); pass --service-map if wrong"))
+    if not fix:
+        return ev
+    return ev.with_columns(service=pl.col("file").replace_strict(
+        fix, default=pl.col("service"), return_dtype=pl.String))
+
+
 def _tokenize(chunks: list[FileChunk], fmt: LineFormat, tz: TzSpec,
               names: NameMap | None = None) -> _Tokenized:
     tr = tokenize_batch(chunks, fmt)
@@ -150,6 +171,8 @@ def _tokenize(chunks: list[FileChunk], fmt: LineFormat, tz: TzSpec,
     if ev.height and fmt.name == "oslo_merged":
         ev, extra = _merged(ev, names or NameMap())
         tr.stats.extend(extra)
+    if ev.height and not fmt.per_line_service:
+        ev = _bare_project_files(ev, tr.stats)
     if ev.height:
         ev = add_facts(ev)
         ev = apply_tz(ev, tz)
@@ -286,6 +309,9 @@ def ingest_files(
     evs = [o.events for o in outs if o.events is not None and o.events.height]
     qs = [o.quarantine for o in outs if o.quarantine is not None and o.quarantine.height]
     stats = [s for r in reads for s in r.stats] + [s for o in outs for s in o.stats]
+    settled = {s[0] for s in stats if s[1] == "layout_inferred"}
+    stats = [s for s in stats if not (s[1] == "layout_ambiguous" and s[0] in settled
+                                      and "names no known OpenStack service" in s[4])]
     if not evs:
         raise NoLogsFound(
             f"no OpenStack log records found under {', '.join(inputs or [])} "
