@@ -80,7 +80,8 @@ _SEP = re.compile(r"[-._]")
 # tails that qualify a log, never name a host (keystone-access.log, n-api-error.log)
 _NOT_HOST = frozenset(
     ["access", "error", "errors", "wsgi", "admin", "public", "main", "audit", "json", "debug",
-     "stdout", "stderr", "console", "trace", "out", "err", "log", "txt", "summary"]
+     "stdout", "stderr", "console", "trace", "out", "err", "log", "txt", "summary", "conf",
+     "config", "cfg", "ini", "sample", "dump", "report", "results"]
 )
 _HOSTISH = re.compile(r"\d")
 

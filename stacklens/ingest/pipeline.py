@@ -310,8 +310,13 @@ def ingest_files(
     qs = [o.quarantine for o in outs if o.quarantine is not None and o.quarantine.height]
     stats = [s for r in reads for s in r.stats] + [s for o in outs for s in o.stats]
     settled = {s[0] for s in stats if s[1] == "layout_inferred"}
-    stats = [s for s in stats if not (s[1] == "layout_ambiguous" and s[0] in settled
-                                      and "names no known OpenStack service" in s[4])]
+    # "no host while others name theirs" holds only if a file that is a log names its host
+    logs_named = any(r.chunk is not None and layout.get(r.chunk.file, None) is not None
+                     and layout[r.chunk.file].host for r in reads)
+    stats = [s for s in stats if not (
+        s[1] == "layout_ambiguous"
+        and ((s[0] in settled and "names no known OpenStack service" in s[4])
+             or (not logs_named and s[4].startswith("no host in the name or folder"))))]
     if not evs:
         raise NoLogsFound(
             f"no OpenStack log records found under {', '.join(inputs or [])} "
