@@ -18,7 +18,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from stacklens.analyze.run import analyze
 from stacklens.errors import UserError
 from stacklens.ingest.names import NameMap
-from stacklens.ingest.pipeline import TIMEZONE_ASSUMPTION
 from stacklens.ingest.pipeline import ingest as run_ingest
 from stacklens.report.html import render_html
 from stacklens.report.terminal import render_terminal
@@ -83,6 +82,7 @@ def ingest_stage(
     workers: int | None,
     quiet: bool = False,
     window_ns: tuple[int, int] | None = None,
+    tz: list[str] | None = None,
 ) -> RunStore:
     """Ingest ``paths`` into the run folder ``out``; progress bar on stderr. With ``window_ns``
     only records inside ``[start, end]`` are kept (the rest are counted in ``ingest_stats``)."""
@@ -102,7 +102,7 @@ def ingest_stage(
             tick(f"{done}/{total} files, {seen['lines']:,} lines")
 
         res = run_ingest(paths, names=names, tz_offset_s=tz_offset_s, workers=workers,
-                         on_file=on_file)
+                         on_file=on_file, tz=tz)
     events, stats = res.events, res.ingest_stats
     if window_ns is not None:
         inside = pl.col("ts_ns").is_between(*window_ns)
@@ -125,8 +125,9 @@ def ingest_stage(
             "quarantined": res.quarantine.height,
             "wall_s": round(res.wall_s, 3),
             "lines_per_s": round(res.lines / res.wall_s) if res.wall_s else None,
-            "timezone_assumption": TIMEZONE_ASSUMPTION,
+            "timezone_assumption": res.timezone_summary,
             "tz_offset_s": tz_offset_s,
+            "tz": list(tz or []),
         },
     )
     if not quiet:

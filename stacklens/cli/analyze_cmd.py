@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from stacklens.cli._stages import FORCE, ingest_stage, prepare_out, report_stage, trace_stage
-from stacklens.cli.ingest_cmd import HOST_MAP, OUT, PATHS, SERVICE_MAP, TZ, WORKERS
+from stacklens.cli.ingest_cmd import HOST_MAP, OUT, PATHS, SERVICE_MAP, TZ, TZ_ZONE, WORKERS
 
 
 def analyze(
@@ -17,6 +17,7 @@ def analyze(
     service_map: list[str] = SERVICE_MAP,
     tz_offset: int = TZ,
     workers: int | None = WORKERS,
+    tz: list[str] = TZ_ZONE,
     as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout."),
     force: bool = FORCE,
 ) -> None:
@@ -24,6 +25,7 @@ def analyze(
     failed."""
     prepare_out(out, force)
     quiet = as_json
-    store = ingest_stage(paths, out, host_map, service_map, tz_offset, workers, quiet=quiet)
+    store = ingest_stage(paths, out, host_map, service_map, tz_offset, workers, quiet=quiet,
+                         tz=tz)
     trace_stage(store, quiet=quiet)
     report_stage(store, as_json)

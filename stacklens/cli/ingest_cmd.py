@@ -13,7 +13,12 @@ OUT = typer.Option(Path("stacklens-run"), "--out", "-o", envvar="STACKLENS_OUT",
                    help="Run folder to write (DuckDB, Parquet, reports).")
 HOST_MAP = typer.Option([], "--host-map", help="GLOB=HOST for file paths (repeatable).")
 SERVICE_MAP = typer.Option([], "--service-map", help="GLOB=SERVICE for file paths (repeatable).")
-TZ = typer.Option(0, "--tz-offset", help="UTC offset of the logs' clocks in seconds.")
+TZ = typer.Option(0, "--tz-offset", help="UTC offset of the logs' clocks in seconds (all hosts).")
+TZ_ZONE = typer.Option(
+    [], "--tz",
+    help="Zone the logs' local times are in: ZONE for all hosts or HOST=ZONE (repeatable); "
+         "an IANA name (Europe/Paris) or +HH:MM. Default: UTC assumed, said per host.",
+)
 WORKERS = typer.Option(None, "--workers", help="Files read in parallel (default: cores).")
 
 
@@ -24,6 +29,7 @@ def ingest(
     service_map: list[str] = SERVICE_MAP,
     tz_offset: int = TZ,
     workers: int | None = WORKERS,
+    tz: list[str] = TZ_ZONE,
 ) -> None:
     """Read logs into the canonical events table; count and keep every line it cannot place."""
-    ingest_stage(paths, out, host_map, service_map, tz_offset, workers)
+    ingest_stage(paths, out, host_map, service_map, tz_offset, workers, tz=tz)

@@ -20,17 +20,27 @@ import polars as pl
 from stacklens.errors import NoLogsFound
 from stacklens.ingest.facts import add_facts
 from stacklens.ingest.formats import LineFormat, detect_format
-from stacklens.ingest.names import NameMap, host_from_path, service_from_name
+from stacklens.ingest.layout import FileNames, infer_layout, merged_names, service_from_loggers
+from stacklens.ingest.names import _PROJECTS, NameMap, safe_name
 from stacklens.ingest.sources import SourceFile, find_files, read_bytes
+from stacklens.ingest.timezone import TzSpec, apply_tz, parse_tz
 from stacklens.ingest.tokenize import FileChunk, tokenize_batch
 from stacklens.schema import conform, empty
 
-__all__ = ["IngestResult", "ingest", "ingest_files"]
+__all__ = ["IngestResult", "ingest", "ingest_files", "layout_of"]
 
 _SAMPLE_LINES = 400
 _BATCH_BYTES = 64 << 20  # tokenize small files together, up to about this many bytes
 _SAMPLE_LINE_CHARS = 4_096
-TIMEZONE_ASSUMPTION = "UTC (oslo.log timestamps carry no zone; pass --tz-offset to shift)"
+#: per host without ``--tz`` (ingest_stats ``timezone_assumption``)
+HOST_TZ_ASSUMED = (
+    "times assumed UTC: no zone in oslo.log lines; pass --tz HOST=ZONE if this host logs local time"
+)
+#: the run's summary without ``--tz`` (manifest, report); the first word is the zone shown
+TIMEZONE_ASSUMPTION = (
+    "UTC (assumed for every host: oslo.log lines carry no zone; pass --tz HOST=ZONE for a host "
+    "that logs local time)"
+)
 
 
 @dataclass
@@ -46,6 +56,7 @@ class IngestResult:
     bytes: int = 0
     wall_s: float = 0.0
     inputs: list[str] = field(default_factory=list)
+    timezone_summary: str = TIMEZONE_ASSUMPTION  # what the times are, in words; starts "UTC"
 
 
 @dataclass
@@ -78,8 +89,8 @@ def _sample_lines(data: bytes) -> list[str]:
     return out
 
 
-def _read(src: SourceFile, names: NameMap, merged_seen: bool) -> _Read:
-    path = str(src.path)
+def _read(src: SourceFile, names: NameMap, merged_seen: bool, fn: FileNames | None = None) -> _Read:
+    path = safe_name(str(src.path))
     rr = read_bytes(src.path)
     stats = [(path, k, sev, c, d) for k, sev, c, d in rr.problems]
     data = rr.data
@@ -95,12 +106,17 @@ def _read(src: SourceFile, names: NameMap, merged_seen: bool) -> _Read:
              "os-log-merger output beside its source logs; name it alone to ingest it")
         )
         return _Read(None, None, stats, nlines, len(data))
-    host = names.host(path) or host_from_path(path)
+    fn = fn or infer_layout([(path, safe_name(src.path.name))], names)[path]
+    host = fn.host if not fmt.per_line_host else names.host(path)
     if host is None and not fmt.per_line_host:
-        host = src.root.resolve().name or "localhost"
+        host = safe_name(src.root.resolve().name) or "localhost"
     service = names.service(path)
     if service is None and not fmt.per_line_service:
-        service = service_from_name(path)
+        service = fn.service
+        stats.extend((path, k, sev, 1, d) for k, sev, d in fn.notes)
+    if path != str(src.path):
+        stats.append((path, "non_utf8_name", "warning", 1,
+                      "file path is not valid UTF-8; bytes shown as \\xNN escapes"))
     year = datetime.fromtimestamp(src.path.stat().st_mtime, UTC).year
     stats.append((path, "format", "info", nlines, fmt.name))
     if fmt.name == "syslog":
@@ -108,15 +124,96 @@ def _read(src: SourceFile, names: NameMap, merged_seen: bool) -> _Read:
     return _Read(FileChunk(path, data, host, service, year), fmt, stats, nlines, len(data))
 
 
-def _tokenize(chunks: list[FileChunk], fmt: LineFormat, tz_offset_s: int) -> _Tokenized:
+def _merged(ev: pl.DataFrame, names: NameMap) -> tuple[pl.DataFrame, list]:
+    """os-log-merger records: aliases -> hosts and services (:func:`merged_names`)."""
+    keys = ev.select("file", "service").unique().drop_nulls().rows()
+    got = merged_names(keys, names)
+    table = pl.DataFrame(
+        [(f, a, h, s) for (f, a), (h, s, _) in got.items()],
+        schema=["file", "service", "_mh", "_ms"], orient="row",
+    )
+    ev = ev.join(table, on=["file", "service"], how="left", maintain_order="left")
+    ev = ev.with_columns(
+        host=pl.coalesce("_mh", "host"), service=pl.coalesce("_ms", "service")
+    ).drop("_mh", "_ms")
+    counts = dict(((f, a), n) for f, a, n in
+                  ev.group_by("file", "service").len().rows()) if got else {}
+    stats = [(f, *note[:2], counts.get((f, s), 0), note[2])
+             for (f, a), (_, s, note) in got.items() if note]
+    return ev, stats
+
+
+def _bare_project_files(ev: pl.DataFrame, stats: list) -> pl.DataFrame:
+    """Files named only by their project (``nova.log``): the binary from the loggers
+    (:func:`service_from_loggers`), said in ``ingest_stats`` kind ``layout_inferred``."""
+    bare = ev.filter(pl.col("service").is_in(list(_PROJECTS)))
+    if bare.height == 0:
+        return ev
+    fix = {}
+    for (f, proj), g in bare.group_by("file", "service"):
+        counts = dict(g.group_by("logger").len().rows())
+        svc, why = service_from_loggers(str(proj), counts)
+        if svc:
+            fix[f] = svc
+            stats.append((f, "layout_inferred", "info", g.height,
+                          f"file names only the project {proj}; service {svc} from its "
+                          f"loggers ({why}); pass --service-map if wrong"))
+    if not fix:
+        return ev
+    return ev.with_columns(service=pl.col("file").replace_strict(
+        fix, default=pl.col("service"), return_dtype=pl.String))
+
+
+def _tokenize(chunks: list[FileChunk], fmt: LineFormat, tz: TzSpec,
+              names: NameMap | None = None) -> _Tokenized:
     tr = tokenize_batch(chunks, fmt)
     ev = tr.events
+    if ev.height and fmt.name == "oslo_merged":
+        ev, extra = _merged(ev, names or NameMap())
+        tr.stats.extend(extra)
+    if ev.height and not fmt.per_line_service:
+        ev = _bare_project_files(ev, tr.stats)
     if ev.height:
         ev = add_facts(ev, tr.stats)
-        if tz_offset_s:
-            ev = ev.with_columns(pl.col("ts_ns") - tz_offset_s * 1_000_000_000)
+        ev = apply_tz(ev, tz)
         ev = conform(ev, "events")
     return _Tokenized(ev, tr.quarantine, tr.stats)
+
+
+def _rel(f: SourceFile) -> str:
+    try:
+        return str(f.path.relative_to(f.root))
+    except ValueError:
+        return f.path.name
+
+
+def layout_of(files: list[SourceFile], names: NameMap) -> dict[str, FileNames]:
+    """Host and service of each file, inferred from all of ``files`` together (keys: the file
+    path as stored in ``events.file``)."""
+    return infer_layout([(safe_name(str(f.path)), safe_name(_rel(f))) for f in files], names)
+
+
+def _tz_summary(spec: TzSpec) -> str:
+    if spec.default is None and not spec.hosts:
+        return TIMEZONE_ASSUMPTION
+    given = [f"{h}={z}" for h, z in spec.hosts]
+    if spec.default:
+        given.append(f"other hosts={spec.default}")
+    rest = "" if spec.default else "; other hosts assumed UTC (oslo.log lines carry no zone)"
+    return f"UTC (converted from local time by --tz: {', '.join(given)}{rest})"
+
+
+def _tz_rows(events: pl.DataFrame, spec: TzSpec) -> list[tuple[str, str, str, int, str]]:
+    """One ``timezone_assumption`` row per host, in words (never local time labelled UTC
+    silently)."""
+    counts = events.group_by("host").len().sort("host", nulls_last=True).rows()
+    rows = []
+    for host, n in counts:
+        zone = spec.zone(host)
+        said = (f"times converted from {zone} to UTC (--tz)" if zone
+                else HOST_TZ_ASSUMED)
+        rows.append(("*", "timezone_assumption", "info", n, f"host {host}: {said}"))
+    return rows
 
 
 def ingest(
@@ -127,12 +224,14 @@ def ingest(
     workers: int | None = None,
     on_file: Callable[[int, int, int], None] | None = None,
     batch_bytes: int = _BATCH_BYTES,
+    tz: list[str] | None = None,
 ) -> IngestResult:
     """Read every log under ``paths`` into the canonical tables.
 
     Files are read in a thread pool, grouped by format into batches of about ``batch_bytes``
     and each batch is tokenized in one vectorized pass. ``tz_offset_s`` is the logs' UTC offset
-    in seconds (subtracted to give UTC). ``on_file(done, total, lines)`` is called after each
+    in seconds (subtracted to give UTC); ``tz`` are ``--tz`` entries (``ZONE`` or ``HOST=ZONE``,
+    IANA name or ``+HH:MM``, see :func:`~stacklens.ingest.timezone.parse_tz`). ``on_file(done, total, lines)`` is called after each
     file is read. Raises :class:`~stacklens.errors.InputNotFound` for a missing path and
     :class:`~stacklens.errors.NoLogsFound` when no file holds log records.
     """
@@ -144,6 +243,7 @@ def ingest(
         on_file=on_file,
         batch_bytes=batch_bytes,
         inputs=[str(p) for p in paths],
+        tz=tz,
     )
 
 
@@ -157,13 +257,20 @@ def ingest_files(
     batch_bytes: int = _BATCH_BYTES,
     inputs: list[str] | None = None,
     merged_seen: bool | None = None,
+    tz: list[str] | None = None,
+    layout: dict[str, FileNames] | None = None,
 ) -> IngestResult:
     """:func:`ingest` of files already found (a Spark partition gets its share this way).
 
     ``merged_seen`` says whether os-log-merger output sits beside other logs in the whole input
-    (default: more than one file here)."""
+    (default: more than one file here). ``layout`` is :func:`~stacklens.ingest.layout.
+    infer_layout` of the whole input (default: of ``files``; a partition must be given the
+    whole input's, as hosts are inferred from all files together)."""
     t0 = time.perf_counter()
     names = names or NameMap()
+    tzspec = parse_tz(tz or [], tz_offset_s)
+    if layout is None:
+        layout = layout_of(files, names)
     # os-log-merger output is skipped when the folder also holds per-service logs
     merged_seen = len(files) > 1 if merged_seen is None else merged_seen
     workers = workers or max(1, min(len(files), os.cpu_count() or 1))
@@ -174,7 +281,7 @@ def ingest_files(
 
         def flush(name: str) -> None:
             fmt, chunks = pending.pop(name)
-            toks.append(pool.submit(_tokenize, chunks, fmt, tz_offset_s))
+            toks.append(pool.submit(_tokenize, chunks, fmt, tzspec, names))
 
         # reads run ahead of tokenizing by at most 2 x workers files (bounded memory)
         ahead = 2 * workers
@@ -182,7 +289,8 @@ def ingest_files(
         nxt = 0
         for i in range(len(files)):
             while nxt < len(files) and nxt < i + ahead:
-                futs.append(pool.submit(_read, files[nxt], names, merged_seen))
+                futs.append(pool.submit(_read, files[nxt], names, merged_seen,
+                                       layout.get(safe_name(str(files[nxt].path)))))
                 nxt += 1
             r = futs[i].result()
             futs[i] = None  # type: ignore[call-overload]  # drop the bytes once batched
@@ -201,7 +309,14 @@ def ingest_files(
     evs = [o.events for o in outs if o.events is not None and o.events.height]
     qs = [o.quarantine for o in outs if o.quarantine is not None and o.quarantine.height]
     stats = [s for r in reads for s in r.stats] + [s for o in outs for s in o.stats]
-    stats.append(("*", "timezone_assumption", "info", 0, TIMEZONE_ASSUMPTION))
+    settled = {s[0] for s in stats if s[1] == "layout_inferred"}
+    # "no host while others name theirs" holds only if a file that is a log names its host
+    logs_named = any(r.chunk is not None and layout.get(r.chunk.file, None) is not None
+                     and layout[r.chunk.file].host for r in reads)
+    stats = [s for s in stats if not (
+        s[1] == "layout_ambiguous"
+        and ((s[0] in settled and "names no known OpenStack service" in s[4])
+             or (not logs_named and s[4].startswith("no host in the name or folder"))))]
     if not evs:
         raise NoLogsFound(
             f"no OpenStack log records found under {', '.join(inputs or [])} "
@@ -210,6 +325,7 @@ def ingest_files(
     # file order, not time order: the trace stage sorts what it needs (a global sort here cost
     # a copy of the largest table)
     events = pl.concat(evs, how="vertical", rechunk=False)
+    stats.extend(_tz_rows(events, tzspec))
     quarantine = conform(pl.concat(qs), "quarantine") if qs else empty("quarantine")
     st = conform(
         pl.DataFrame(stats, schema=["file", "kind", "severity", "count", "detail"], orient="row"),
@@ -225,4 +341,5 @@ def ingest_files(
         bytes=sum(r.nbytes for r in reads),
         wall_s=time.perf_counter() - t0,
         inputs=inputs or [],
+        timezone_summary=_tz_summary(tzspec),
     )
