@@ -112,8 +112,27 @@ class RunStore:
         files (so a run folder can be moved or copied). Raises StoreError before ingest."""
         if not self.tables_dir.exists():
             raise StoreError(f"{self.path} holds no tables: run stacklens ingest first")
+        if read_only and self.db_path.exists():
+            # never write into a folder opened for reading: use the file's views when they are
+            # current, else (a folder from an older stacklens) the same views in memory
+            con = duckdb.connect(str(self.db_path), read_only=True)
+            self._search_here(con)
+            if self._views_current(con):
+                return con
+            con.close()
+            con = duckdb.connect(":memory:")
+            self._register(con)
+            return con
         with duckdb.connect(str(self.db_path)) as con:
             self._register(con)
         con = duckdb.connect(str(self.db_path), read_only=read_only)
         self._search_here(con)
         return con
+
+    def _views_current(self, con: duckdb.DuckDBPyConnection) -> bool:
+        """True when the database has exactly one relative-path view per Parquet table."""
+        views = dict(con.execute(
+            "SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall())
+        stems = {pq.stem for pq in self.tables_dir.glob("*.parquet")}
+        return set(views) == stems and all(
+            f"'tables/{name}.parquet'" in (views[name] or "") for name in stems)

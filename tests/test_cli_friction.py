@@ -106,3 +106,20 @@ def test_progress_lines_when_not_a_tty(analyzed: Path, logs: Path):  # noqa: F81
     assert t.on  # stderr is a pipe under pytest
     q = Ticker("ingest", quiet=True)
     assert not q.on
+
+
+def test_reading_a_run_never_writes_into_it(analyzed: Path):
+    import hashlib
+
+    def digest() -> str:
+        return hashlib.sha256((analyzed / "stacklens.duckdb").read_bytes()).hexdigest()
+
+    before = digest()
+    assert cli("sql", str(analyzed), "SELECT count(*) FROM spans").returncode == 0
+    assert digest() == before
+
+
+def test_force_with_a_missing_input_keeps_the_run(analyzed: Path, tmp_path: Path):
+    r = cli("analyze", str(tmp_path / "no-such-logs"), "--out", str(analyzed), "--force")
+    assert r.returncode == 1 and "no such file" in r.stderr
+    assert (analyzed / "tables" / "traces.parquet").exists()

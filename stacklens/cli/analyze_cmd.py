@@ -8,6 +8,7 @@ import typer
 
 from stacklens.cli._stages import FORCE, ingest_stage, prepare_out, report_stage, trace_stage
 from stacklens.cli.ingest_cmd import HOST_MAP, OUT, PATHS, SERVICE_MAP, TZ, TZ_ZONE, WORKERS
+from stacklens.errors import InputNotFound
 
 
 def analyze(
@@ -23,6 +24,9 @@ def analyze(
 ) -> None:
     """Ingest logs, rebuild every request and report where the time went and why requests
     failed."""
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:  # before --force empties the output folder
+        raise InputNotFound(f"no such file or folder: {missing[0]}")
     prepare_out(out, force)
     quiet = as_json
     store = ingest_stage(paths, out, host_map, service_map, tz_offset, workers, quiet=quiet,
