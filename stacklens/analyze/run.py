@@ -25,6 +25,7 @@ import polars as pl
 
 from stacklens import __version__
 from stacklens.analyze.findings import findings
+from stacklens.analyze.local_time import local_time_findings
 from stacklens.analyze.queries import CLIENT_QUERIES, QUERIES
 from stacklens.analyze.templates import TemplateMiner, error_text
 from stacklens.store import RunStore
@@ -141,6 +142,8 @@ def analyze(store: RunStore, *, quarantine_sample: int = 200) -> dict[str, Any]:
                                            "error_templates", "clock_offsets", "ingest_stats",
                                            "phases")
                                if store.has(t)})
+        if all(store.has(t) for t in ("requests", "traces", "spans")):
+            found += local_time_findings(con)
         qn = con.execute("SELECT count(*) FROM quarantine").fetchall()[0][0]
         qs = con.sql(
             f"SELECT file, line_no, reason, raw FROM quarantine ORDER BY file, line_no "
