@@ -211,17 +211,21 @@ def test_analyze_end_to_end_untimed_and_trivial_errors(tmp_path):
     lines += record("2025-03-01 10:00:00.100", 7, "INFO", "nova.osapi_compute.wsgi.server",
                     '10.0.0.1 "GET /v2.1/servers HTTP/1.1" status: 500 len: 10 time: 0.1', ctx=R2)
     (logs / "nova-compute.log").write_text("\n".join(lines) + "\n")
-    out = tmp_path / "run"
+    rep, kinds = _analyze(logs, tmp_path / "run")
+    assert kinds["no_timestamp"] == 2
+    errs = {e["example_request_id"]: e["template"] for e in rep["errors"]}
+    assert errs[r2].startswith("RuntimeError: Timed out waiting")
+    assert r1 != r2
+
+
+def _analyze(logs, out) -> tuple[dict, dict]:
+    """``stacklens analyze LOGS --out OUT`` as a subprocess: (report.json, ingest stats by kind)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     proc = subprocess.run([sys.executable, "-m", "stacklens", "analyze", str(logs), "--out", str(out)],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rep = json.loads((out / "report.json").read_text())
-    kinds = {s["kind"]: s["count"] for s in rep["ingest"]["stats"]}
-    assert kinds["no_timestamp"] == 2
-    errs = {e["example_request_id"]: e["template"] for e in rep["errors"]}
-    assert errs[r2].startswith("RuntimeError: Timed out waiting")
-    assert r1 != r2
+    return rep, {s["kind"]: s["count"] for s in rep["ingest"]["stats"]}
 
 
 def test_analyze_extreme_times_of_one_request(tmp_path):
@@ -235,11 +239,5 @@ def test_analyze_extreme_times_of_one_request(tmp_path):
              "2262-04-11 23:47:16.854", "0001-01-01 00:00:00.000"]
     (logs / "q-svc.log").write_text(
         "".join(f"{d} 9029 INFO neutron.manager {ctx} m{i}\n" for i, d in enumerate(dates)))
-    out = tmp_path / "run"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    proc = subprocess.run([sys.executable, "-m", "stacklens", "analyze", str(logs), "--out", str(out)],
-                          capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    rep = json.loads((out / "report.json").read_text())
-    kinds = {s["kind"]: s["count"] for s in rep["ingest"]["stats"]}
+    rep, kinds = _analyze(logs, tmp_path / "run")
     assert kinds["bad_timestamp"] == 2
