@@ -278,6 +278,8 @@ def _duckdb_cells(path: Path) -> list[str]:
     import duckdb
 
     con = duckdb.connect(str(path), read_only=True)
+    # the run's views read tables/*.parquet by paths relative to the run folder
+    con.execute(f"SET file_search_path = '{path.parent}'")
     try:
         out = []
         for (name,) in con.execute("select table_name from information_schema.tables").fetchall():

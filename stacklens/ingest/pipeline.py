@@ -21,7 +21,7 @@ from stacklens.errors import NoLogsFound
 from stacklens.ingest.facts import add_facts
 from stacklens.ingest.formats import LineFormat, detect_format
 from stacklens.ingest.layout import FileNames, infer_layout, merged_names, service_from_loggers
-from stacklens.ingest.names import _PROJECTS, NameMap, safe_name
+from stacklens.ingest.names import _PROJECTS, NameMap, host_from_path, safe_name
 from stacklens.ingest.sources import SourceFile, find_files, read_bytes
 from stacklens.ingest.timezone import TzSpec, apply_tz, parse_tz
 from stacklens.ingest.tokenize import FileChunk, tokenize_batch
@@ -107,16 +107,17 @@ def _read(src: SourceFile, names: NameMap, merged_seen: bool, fn: FileNames | No
         )
         return _Read(None, None, stats, nlines, len(data))
     fn = fn or infer_layout([(path, safe_name(src.path.name))], names)[path]
-    host = fn.host if not fmt.per_line_host else names.host(path)
+    # syslog/journald lines name their host, but a collected ``<host>/var/log/...`` tree names
+    # it too (stacklens collect's inventory name): the folder wins so that every file of one
+    # machine shares one host whatever its hostname says
+    host = fn.host if not fmt.per_line_host else (names.host(path) or host_from_path(path))
     if host is None and not fmt.per_line_host:
         host = safe_name(src.root.resolve().name) or "localhost"
     service = names.service(path)
     if service is None and not fmt.per_line_service:
         service = fn.service
         stats.extend((path, k, sev, 1, d) for k, sev, d in fn.notes)
-    if path != str(src.path):
-        stats.append((path, "non_utf8_name", "warning", 1,
-                      "file path is not valid UTF-8; bytes shown as \\xNN escapes"))
+    # a non-UTF-8 name is counted once, by sources.py (kind non_utf8_name)
     year = datetime.fromtimestamp(src.path.stat().st_mtime, UTC).year
     stats.append((path, "format", "info", nlines, fmt.name))
     if fmt.name == "syslog":

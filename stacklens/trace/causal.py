@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["http_caller_rows", "http_callee_rows", "origin_rows", "schedule_rows"]
+__all__ = ["http_callee_rows", "http_caller_rows", "origin_rows", "schedule_rows"]
 
 _RID = r"(req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
 #: keystoneauth1 session.py: "%(method)s call to [%(service_name)s for ]%(url)s used request id"
