@@ -43,7 +43,8 @@ __all__ = ["FileNames", "KNOWN_SERVICES", "infer_layout", "merged_names", "merge
            "service_from_loggers", "split_service"]
 
 #: OpenStack binaries (console_scripts in each project's setup.cfg, Havana..2025.1) and the
-#: single-name services (keystone under mod_wsgi, tempest, horizon).
+#: single-name services (keystone under mod_wsgi, tempest, horizon), and the stacklens lab's
+#: neutron stand-in.
 KNOWN_SERVICES: frozenset[str] = frozenset(
     [
         *(f"nova-{s}" for s in (
@@ -67,6 +68,8 @@ KNOWN_SERVICES: frozenset[str] = frozenset(
         *(f"swift-{s}" for s in ("proxy-server", "object-server", "container-server",
                                  "account-server")),
         "keystone", "tempest", "horizon", "swift", "placement",
+        # stacklens lab's loopback stand-in for neutron's API (named so wherever it appears)
+        "neutron-standin",
     ]
 )
 # folders that are part of a layout, never a host
