@@ -6,8 +6,11 @@ Real logs are never copied into this repository: they are read from ``<repo>/../
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,3 +44,18 @@ def devstack_run(tmp_path_factory):
                                                       "files_skipped": res.files_skipped})
     store.write(build_traces(res.events))
     return store, analyze(store)
+
+
+@contextlib.contextmanager
+def fake_nova(*args: str, env: dict | None = None) -> Iterator[str]:
+    """The fake compute API (``stacklens.drive.fake_nova``) on 127.0.0.1 with ``args`` (e.g.
+    ``--build-s 1.0``): yields its endpoint, stops it after."""
+    p = subprocess.Popen([sys.executable, "-m", "stacklens.drive.fake_nova", "--port", "0",
+                          *args], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        line = p.stdout.readline() if p.stdout else ""
+        assert line.startswith("port "), line
+        yield f"http://127.0.0.1:{int(line.split()[1])}/v2.1"
+    finally:
+        p.terminate()
+        p.wait(10)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from conftest import fake_nova
 
 # the real entry point (stacklens.cli.main: error lines, exit codes)
 ENTRY = "from stacklens.cli import main; main()"
@@ -46,16 +47,8 @@ def popen(*args: str) -> subprocess.Popen:
 @pytest.fixture(scope="module")
 def nova():
     """A fake nova on 127.0.0.1 (servers ACTIVE after 1 s): yields its endpoint."""
-    p = subprocess.Popen([sys.executable, "-m", "stacklens.drive.fake_nova", "--port", "0",
-                          "--build-s", "1.0", "--max-s", "120", "--hosts", "3"],
-                         stdout=subprocess.PIPE, text=True)
-    try:
-        line = p.stdout.readline()
-        assert line.startswith("port "), line
-        yield f"http://127.0.0.1:{int(line.split()[1])}/v2.1"
-    finally:
-        p.terminate()
-        p.wait(10)
+    with fake_nova("--build-s", "1.0", "--max-s", "120", "--hosts", "3") as endpoint:
+        yield endpoint
 
 
 def live(endpoint: str) -> list[dict]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from conftest import fake_nova
 
 from stacklens.drive.records import RecordWriter, RequestRecord, read_records_checked
 
@@ -41,16 +42,9 @@ cleanup: delete
 @pytest.fixture()
 def nova():
     """A fake nova on 127.0.0.1 (servers ACTIVE after 1 s, deletes take 1 s): its endpoint."""
-    p = subprocess.Popen([sys.executable, "-m", "stacklens.drive.fake_nova", "--port", "0",
-                          "--build-s", "1.0", "--delete-s", "1.0", "--max-s", "120", "--hosts", "3"],
-                         stdout=subprocess.PIPE, text=True, env=ENV)
-    try:
-        line = p.stdout.readline()
-        assert line.startswith("port "), line
-        yield f"http://127.0.0.1:{int(line.split()[1])}/v2.1"
-    finally:
-        p.terminate()
-        p.wait(10)
+    with fake_nova("--build-s", "1.0", "--delete-s", "1.0", "--max-s", "120", "--hosts", "3",
+                   env=ENV) as endpoint:
+        yield endpoint
 
 
 def servers(endpoint: str, prefix: str, deleted_too: bool = False) -> list[dict]:
