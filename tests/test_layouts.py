@@ -281,3 +281,25 @@ def test_lab_logs_renamed_flat_keep_hosts_and_services(tmp_path, variant):
     if variant != "folder":
         notes = r.ingest_stats.filter(pl.col("kind") == "layout_ambiguous")["detail"]
         assert any("no host in the name or folder" in n for n in notes)
+
+
+@pytest.mark.parametrize("native", ["0", "1"])
+def test_merged_output_with_default_path_aliases(tmp_path, monkeypatch, native):
+    """os-log-merger's default alias is the merged file's path (``oslogmerger.py``: alias level
+    0); such output is detected as merged and each alias gives host and service."""
+    monkeypatch.setenv("STACKLENS_NATIVE", native)
+    ctx = "[req-11111111-2222-3333-4444-555555555555 u p]"
+    lines = [
+        f"2016-01-29 15:38:19.690000 [node1/var/log/nova/nova-api.log] 26926 INFO nova.api {ctx} a",
+        f"2016-01-29 15:38:19.700000 [node2/var/log/nova/nova-compute.log] 4242 INFO "
+        f"nova.compute.manager {ctx} b",
+        f"2016-01-29 15:38:19.710000 [node1/var/log/nova/nova-api.log] 26926 INFO nova.api {ctx} c",
+    ]
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "merged.log").write_text("\n".join(lines) + "\n")
+    r = ingest([str(d)])
+    got = set(zip(r.events["host"].to_list(), r.events["service"].to_list(), strict=True))
+    assert got == {("node1", "nova-api"), ("node2", "nova-compute")}
+    fmt = r.ingest_stats.filter(pl.col("kind") == "format")["detail"].to_list()
+    assert fmt == ["oslo_merged"]

@@ -15,7 +15,9 @@ look-around or back-references. Formats covered (field-notes section 3; oslo.log
     the same after a collector's source-file prefix, as in loghub's OpenStack sample:
     ``nova-api.log.1.2017-05-16_13:53:08 2017-05-16 00:00:00.008 25746 INFO ...``.
 ``oslo_merged``
-    os-log-merger output: ``2016-01-29 15:38:19.690000 [NEUTRONSRV] 26926 INFO ...``.
+    os-log-merger output: ``2016-01-29 15:38:19.690000 [NEUTRONSRV] 26926 INFO ...``; the alias
+    may be a path (its default, ``[node1/var/log/nova/nova-api.log]``), decoded to host and service
+    by :mod:`stacklens.ingest.layout`.
 ``syslog``
     syslog/journald ``short``/``short-precise`` prefix ``Jan 25 09:29:50[.123456] host prog[pid]: ``
     followed by an oslo line with or without its own timestamp (modern devstack under systemd, with
@@ -73,7 +75,7 @@ FORMATS: tuple[LineFormat, ...] = (
     ),
     LineFormat(
         "oslo_merged",
-        "^" + _DATE + r" \[(?P<alias>[A-Za-z0-9_\-]+)\] " + _TAIL,
+        "^" + _DATE + r" \[(?P<alias>[\w./:@\-]+)\] " + _TAIL,
         per_line_service=True,
     ),
     LineFormat(
