@@ -159,7 +159,7 @@ def test_lines_without_timestamps():
 
 @pytest.mark.parametrize("fmt", ["oslo", "oslo_merged", "oslo_prefixed"])
 def test_timestamps_outside_ns_range(fmt):
-    """Years outside 1970..2199 (tokenize.TS_YEARS: any two times' difference fits INT64), month
+    """Years outside 1970..2199 (fields.TS_YEARS: any two times' difference fits INT64), month
     13, day 99: bad_timestamp, never a crash or a wrapped time."""
     pre = {"oslo": "", "oslo_merged": "", "oslo_prefixed": "nova-api.log "}[fmt]
     alias = " [NAPI]" if fmt == "oslo_merged" else ""
