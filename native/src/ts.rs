@@ -1,11 +1,11 @@
-//! Timestamps exactly as the Polars path computes them (`tokenize._timestamp`).
+//! Timestamps exactly as the Polars path computes them (`fields.timestamp`).
 //!
 //! Polars parses `%Y-%m-%d %H:%M:%S` with its fast fixed-width parser and falls back to a full
 //! strptime when that fails; the observable result, which these functions reproduce, is: ASCII
 //! digits only, month 1-12, day valid for the month (proleptic Gregorian), hour <= 23, minute
 //! <= 59, second <= 60 (60 is a leap second: the next minute), and nanoseconds since the epoch
-//! computed in i64; years outside 1970..2199 (tokenize.TS_YEARS: durations between any two fit i64) are
-//! unreadable, as `_timestamp` makes them.
+//! computed in i64; years outside 1970..2199 (fields.TS_YEARS: durations between any two fit i64) are
+//! unreadable, as `fields.timestamp` makes them.
 
 const NS: i64 = 1_000_000_000;
 
@@ -39,7 +39,7 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 }
 
 fn secs(y: i64, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> Option<i64> {
-    // only years whose every instant fits datetime[ns] (tokenize.TS_YEARS)
+    // years of fields.TS_YEARS: any two times differ by less than 2**63 ns
     if !(1970..=2199).contains(&y) || !(1..=12).contains(&mo) || d == 0 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 60 {
         return None;
     }
@@ -69,7 +69,7 @@ fn ymdhms(t: &[u8]) -> Option<i64> {
     )
 }
 
-/// `ts_text = date + " " + time` -> ns (the oslo branch of `_timestamp`): null unless 19..29
+/// `ts_text = date + " " + time` -> ns (the oslo branch of `fields.timestamp`): null unless 19..29
 /// bytes with `.` or `,` after the seconds; the fraction (up to 9 digits) is scaled to ns.
 pub fn oslo_ts(date: &str, time: &str) -> Option<i64> {
     let n = date.len() + 1 + time.len();
@@ -106,7 +106,7 @@ fn num12(b: &[u8]) -> Option<(u32, &[u8])> {
     Some((digits(&b[..k])?, &b[k..]))
 }
 
-/// The syslog branch of `_timestamp`: `strptime(f"{year} " + sysdate (first run of 2+ spaces
+/// The syslog branch of `fields.timestamp`: `strptime(f"{year} " + sysdate (first run of 2+ spaces
 /// made one), "%Y %b %d %H:%M:%S%.f")`. `sysdate` is `Mon D[D] HH:MM:SS[.f+]` as the header
 /// regex let it through; fields take 1-2 digits, the fraction its first 9 digits.
 pub fn syslog_ts(year: i32, sysdate: &str) -> Option<i64> {

@@ -17,8 +17,8 @@ the first header (``before_first_record``: shell-trace preambles of devstack scr
 counted as ``shell_trace``), devstack shell-trace lines between records, lines with binary bytes,
 and in os-log-merger output the entries of other programs and their extra lines
 (``merged_other``), which are quarantined with file and line number. Timestamps whose year is
-outside :data:`~stacklens.ingest.fields.TS_YEARS` are unreadable (``bad_timestamp``); files without timestamps (format
-``oslo_nots``) give records with ``ts_ns`` null in file order, counted as ``no_timestamp``.
+outside :data:`~stacklens.ingest.fields.TS_YEARS` are unreadable (``bad_timestamp``); files
+without timestamps (format ``oslo_nots``) give records with ``ts_ns`` null in file order, counted as ``no_timestamp``.
 
 Native path: when the optional extension ``stacklens_native`` (Rust, ``native/`` in the repository)
 is installed, :func:`tokenize_batch` runs the per-line work there (line splitting, header check,
