@@ -17,7 +17,7 @@ from pathlib import PurePath
 
 from stacklens.errors import MapError
 
-__all__ = ["NameMap", "host_from_path", "safe_name", "service_from_name"]
+__all__ = ["NameMap", "host_from_path", "service_from_name"]
 
 # devstack screen/service short names -> binary names
 DEVSTACK_ALIASES: dict[str, str] = {
@@ -111,21 +111,6 @@ def host_from_path(path: str) -> str | None:
         if parts[i] == "var" and parts[i + 1] == "log" and parts[i - 1] not in ("", "/"):
             return parts[i - 1]
     return None
-
-
-def safe_name(name: str) -> str:
-    """``name`` with bytes that are not UTF-8 (surrogate-escaped by ``os.fsdecode``) shown as
-    ``\\xNN``; valid names are returned unchanged. The same input always gives the same output,
-    so a host or file escaped here stays one host or file."""
-    try:
-        name.encode("utf-8")
-        return name
-    except UnicodeEncodeError:
-        try:
-            raw = name.encode("utf-8", "surrogateescape")
-        except UnicodeEncodeError:
-            return name.encode("utf-8", "backslashreplace").decode("utf-8")
-        return raw.decode("utf-8", "backslashreplace")
 
 
 def _parse_map(entries: list[str], what: str) -> list[tuple[str, str]]:

@@ -21,8 +21,8 @@ from stacklens.errors import NoLogsFound
 from stacklens.ingest.facts import add_facts
 from stacklens.ingest.formats import LineFormat, detect_format
 from stacklens.ingest.layout import FileNames, infer_layout, merged_names, service_from_loggers
-from stacklens.ingest.names import _PROJECTS, NameMap, host_from_path, safe_name
-from stacklens.ingest.sources import SourceFile, find_files, read_bytes
+from stacklens.ingest.names import _PROJECTS, NameMap, host_from_path
+from stacklens.ingest.sources import SourceFile, display_name, find_files, read_bytes
 from stacklens.ingest.timezone import TzSpec, apply_tz, parse_tz
 from stacklens.ingest.tokenize import FileChunk, tokenize_batch
 from stacklens.schema import conform, empty
@@ -90,7 +90,7 @@ def _sample_lines(data: bytes) -> list[str]:
 
 
 def _read(src: SourceFile, names: NameMap, merged_seen: bool, fn: FileNames | None = None) -> _Read:
-    path = safe_name(str(src.path))
+    path = display_name(str(src.path))
     rr = read_bytes(src.path)
     stats = [(path, k, sev, c, d) for k, sev, c, d in rr.problems]
     data = rr.data
@@ -106,13 +106,13 @@ def _read(src: SourceFile, names: NameMap, merged_seen: bool, fn: FileNames | No
              "os-log-merger output beside its source logs; name it alone to ingest it")
         )
         return _Read(None, None, stats, nlines, len(data))
-    fn = fn or infer_layout([(path, safe_name(src.path.name))], names)[path]
+    fn = fn or infer_layout([(path, display_name(src.path.name))], names)[path]
     # syslog/journald lines name their host, but a collected ``<host>/var/log/...`` tree names
     # it too (stacklens collect's inventory name): the folder wins so that every file of one
     # machine shares one host whatever its hostname says
     host = fn.host if not fmt.per_line_host else (names.host(path) or host_from_path(path))
     if host is None and not fmt.per_line_host:
-        host = safe_name(src.root.resolve().name) or "localhost"
+        host = display_name(src.root.resolve().name) or "localhost"
     service = names.service(path)
     if service is None and not fmt.per_line_service:
         service = fn.service
@@ -191,7 +191,7 @@ def _rel(f: SourceFile) -> str:
 def layout_of(files: list[SourceFile], names: NameMap) -> dict[str, FileNames]:
     """Host and service of each file, inferred from all of ``files`` together (keys: the file
     path as stored in ``events.file``)."""
-    return infer_layout([(safe_name(str(f.path)), safe_name(_rel(f))) for f in files], names)
+    return infer_layout([(display_name(str(f.path)), display_name(_rel(f))) for f in files], names)
 
 
 def _tz_summary(spec: TzSpec) -> str:
@@ -291,7 +291,7 @@ def ingest_files(
         for i in range(len(files)):
             while nxt < len(files) and nxt < i + ahead:
                 futs.append(pool.submit(_read, files[nxt], names, merged_seen,
-                                       layout.get(safe_name(str(files[nxt].path)))))
+                                       layout.get(display_name(str(files[nxt].path)))))
                 nxt += 1
             r = futs[i].result()
             futs[i] = None  # type: ignore[call-overload]  # drop the bytes once batched

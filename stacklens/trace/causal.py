@@ -49,11 +49,6 @@ _RID = r"(req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
 USED = r"^([A-Z]+) call to (?:\S+ for )?(\S+) used request id " + _RID
 #: "RESP: [200] ... x-openstack-request-id: req-..." (keystoneauth, keystoneclient, neutronclient)
 RESP = r"(?i)^RESP: .*?x-(?:openstack|compute)-request-id: " + _RID
-#: server access lines: oslo.service/neutron ``wsgi_log_format`` ``%(client_ip)s "%(request_line)s"
-#: status: %(status_code)s  len: %(body_length)s time: %(wall_seconds).7f`` (two spaces), and
-#: placement/requestlog.py ``"%(REQUEST_METHOD)s %(REQUEST_URI)s" status: %(status)s len: %(bytes)s
-#: microversion: %(microversion)s`` (no time; logged at start_response)
-ACCESS = r'"[A-Z]+ \S+(?: HTTP/\d\.\d)?" status: (\d{3})\s+len: \S+(?: microversion: \S+)?(?: time: (\d+\.\d+))?'
 #: keystoneauth1/keystoneclient session ``_http_log_request``: "REQ: curl -g -i [...] -X GET url"
 REQ = r"^REQ: curl .*?-X ([A-Z]+) (\S+)"
 
@@ -83,13 +78,8 @@ def _out(df: pl.DataFrame, kind: str, slack_s: float) -> pl.DataFrame:
 
 def _server_access(ev: pl.DataFrame) -> pl.DataFrame:
     """Server access lines (not tempest's client lines): request_id, host, ts_ns, start_ns."""
+    # ingest's facts read every release's access line (stacklens.ingest.facts)
     log = pl.col("logger").fill_null("")
-    # lines ingest did not mark (two spaces before len:, placement without time:)
-    m = pl.col("message").fill_null("").str.extract_groups(ACCESS)
-    ev = ev.with_columns(
-        http_status=pl.coalesce(pl.col("http_status"), m.struct[0].cast(pl.Int32, strict=False)),
-        http_dur_s=pl.coalesce(pl.col("http_dur_s"), m.struct[1].cast(pl.Float64, strict=False)),
-    )
     acc = ev.filter(
         pl.col("http_status").is_not_null()
         & pl.col("request_id").is_not_null()
