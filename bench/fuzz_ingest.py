@@ -194,13 +194,13 @@ try:
     if len(sys.argv) > 2:  # --analyze: trace, analyze and report too, into a scratch run folder
         stage = "trace"
         try:
-            from stacklens.cli._stages import report_stage, trace_stage
+            from stacklens.pipeline import report_step, trace_step
             from stacklens.store import RunStore
             store = RunStore(sys.argv[2])
             store.write({"events": res.events, "ingest_stats": st, "quarantine": res.quarantine})
-            trace_stage(store, quiet=True)
+            trace_step(store)
             stage = "report"
-            report_stage(store, as_json=False, quiet_terminal=True)
+            report_step(store)
         except BaseException as e:
             tb = traceback.extract_tb(e.__traceback__)
             site = next((f"{fr.filename}:{fr.lineno} {fr.name}" for fr in reversed(tb)

@@ -4,7 +4,7 @@ Layout of ``<run>/``::
 
     stacklens.duckdb          a view per table below (relative paths), for SQL: ``stacklens sql``
     tables/<name>.parquet     the same tables as Parquet, for Spark, Polars, pandas
-    manifest.json             format version, stacklens version, stages run, inputs
+    manifest.json             typed sections per writer (:mod:`stacklens.manifest`)
     report.json, report.html  written by the report stage
 
 Each stage writes its tables through :class:`RunStore` and the next stage reads them back, so a
@@ -14,23 +14,31 @@ stage can be replayed alone from the previous stage's output.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import polars as pl
+from pydantic import BaseModel
 
-from stacklens.errors import StoreError
+from stacklens.errors import StoreError, UserError
+from stacklens.manifest import MANIFEST_FORMAT_VERSION, SECTIONS, Manifest, upgrade
 from stacklens.schema import TABLES, conform
 
-__all__ = ["FORMAT_VERSION", "PARQUET_COMPRESSION", "RunStore"]
+__all__ = ["FORMAT_VERSION", "PARQUET_COMPRESSION", "RUN_FILES", "RunStore"]
+
+#: What stacklens writes in a run folder (removed by ``--force``; nothing else is touched).
+RUN_FILES = ("tables", "stacklens.duckdb", "stacklens.duckdb.wal", "manifest.json",
+             "manifest.json.tmp", "report.json", "report.html", "requests.jsonl",
+             "scenario.yaml", "logs")
 
 #: Parquet codec: zstd wrote as fast as lz4 and snappy here (0.7 s for 0.8 M events) at half
 #: their size.
 PARQUET_COMPRESSION = "zstd"
 
-#: Run-folder format history: 1 (stacklens 0.1) first version.
-FORMAT_VERSION = 1
+#: Run-folder format: the manifest's (history in :mod:`stacklens.manifest`; tables unchanged).
+FORMAT_VERSION = MANIFEST_FORMAT_VERSION
 
 
 class RunStore:
@@ -42,27 +50,81 @@ class RunStore:
         self.db_path = self.path / "stacklens.duckdb"
 
     # manifest ---------------------------------------------------------------------------
-    def manifest(self) -> dict[str, Any]:
-        """The run's manifest (empty dict for a new folder). Raises StoreError on a newer format."""
+    def read_manifest(self) -> Manifest:
+        """The run's typed manifest (an empty one for a new folder), upgraded from any older
+        format. Raises :class:`~stacklens.errors.StoreError` on a newer format or bad JSON."""
         p = self.path / "manifest.json"
         if not p.exists():
-            return {}
-        m = json.loads(p.read_text())
-        if m.get("format_version", 0) > FORMAT_VERSION:
-            raise StoreError(
-                f"{self.path} was written by a newer stacklens (format "
-                f"{m['format_version']} > {FORMAT_VERSION}); upgrade stacklens"
-            )
-        return m
+            return Manifest()
+        try:
+            doc = json.loads(p.read_text())
+        except ValueError as e:
+            raise StoreError(f"{p} is not valid JSON: {e}") from None
+        return upgrade(doc, str(p))
 
-    def update_manifest(self, **fields: Any) -> None:
-        """Merge ``fields`` into ``manifest.json``."""
+    def manifest(self) -> dict[str, Any]:
+        """The manifest as a plain dict (JSON types; empty dict for a new folder)."""
+        if not (self.path / "manifest.json").exists():
+            return {}
+        return self.read_manifest().model_dump(mode="json", exclude_none=True)
+
+    def write_section(self, name: str, value: BaseModel | dict[str, Any],
+                      inputs: list[str] | None = None) -> None:
+        """Replace the manifest section ``name`` (one of :data:`~stacklens.manifest.SECTIONS`)
+        and, for the ingest section's writer, the top-level ``inputs``. Other sections are kept;
+        ``stages`` is derived from the sections present. Raises ``KeyError`` for an unknown
+        section name."""
         from stacklens import __version__
 
-        m = self.manifest()
-        m.update(fields, format_version=FORMAT_VERSION, stacklens_version=__version__)
+        if name not in SECTIONS:
+            raise KeyError(name)
+        m = self.read_manifest()
+        update: dict[str, Any] = {name: value, "stacklens_version": __version__}
+        if inputs is not None:
+            update["inputs"] = list(inputs)
+        m = Manifest.model_validate({**m.model_dump(), **{
+            k: (v.model_dump() if isinstance(v, BaseModel) else v) for k, v in update.items()}})
         self.path.mkdir(parents=True, exist_ok=True)
-        (self.path / "manifest.json").write_text(json.dumps(m, indent=2, default=str))
+        tmp = self.path / "manifest.json.tmp"
+        tmp.write_text(m.with_stages().model_dump_json(indent=2, exclude_none=True))
+        tmp.replace(self.path / "manifest.json")
+
+    def update_manifest(self, **sections: Any) -> None:
+        """Transition shim for writers not yet on :meth:`write_section`: each keyword is a
+        section (``run``, ``ingest``, ``trace``, ``report``); ``inputs`` goes with it;
+        ``stages`` is ignored (derived)."""
+        inputs = sections.pop("inputs", None)
+        sections.pop("stages", None)
+        for name, value in sections.items():
+            self.write_section(name, value, inputs=inputs)
+            inputs = None
+        if inputs is not None:
+            m = self.read_manifest().model_copy(update={"inputs": list(inputs)})
+            self.path.mkdir(parents=True, exist_ok=True)
+            (self.path / "manifest.json").write_text(
+                m.with_stages().model_dump_json(indent=2, exclude_none=True))
+
+    # run folder -------------------------------------------------------------------------
+    def prepare(self, force: bool) -> None:
+        """Make the folder ready for a new run: refuse a non-empty folder unless ``force``;
+        with ``force`` remove what stacklens writes there (:data:`RUN_FILES`), nothing else.
+        Raises :class:`~stacklens.errors.UserError`."""
+        out = self.path
+        if not out.exists():
+            return
+        if not out.is_dir():
+            raise UserError(f"--out {out} exists and is not a folder")
+        if not any(out.iterdir()):
+            return
+        if not force:
+            raise UserError(f"--out {out} is not empty: choose a new folder or pass --force to "
+                            "replace the run in it")
+        for name in RUN_FILES:
+            p = out / name
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            elif p.exists() or p.is_symlink():
+                p.unlink()
 
     # tables -----------------------------------------------------------------------------
     def write(self, tables: dict[str, pl.DataFrame]) -> None:

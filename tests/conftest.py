@@ -31,19 +31,13 @@ def need(path: Path) -> Path:
 @pytest.fixture(scope="session")
 def devstack_run(tmp_path_factory):
     """The devstack-gate job ingested, traced and analyzed once per session: (store, report)."""
-    from stacklens.analyze.run import analyze
-    from stacklens.ingest.pipeline import ingest
+    from stacklens.pipeline import analyze_logs
     from stacklens.store import RunStore
-    from stacklens.trace import build_traces
 
     need(DEVSTACK)
     store = RunStore(tmp_path_factory.mktemp("devstack-run"))
-    res = ingest([str(DEVSTACK)])
-    store.write({"events": res.events, "ingest_stats": res.ingest_stats, "quarantine": res.quarantine})
-    store.update_manifest(inputs=res.inputs, ingest={"lines": res.lines, "files_read": res.files_read,
-                                                      "files_skipped": res.files_skipped})
-    store.write(build_traces(res.events))
-    return store, analyze(store)
+    _, _, report = analyze_logs(store, [str(DEVSTACK)], html=False)
+    return store, report
 
 
 @contextlib.contextmanager

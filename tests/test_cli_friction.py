@@ -100,7 +100,7 @@ def test_sql_errors_and_table(analyzed: Path):
 
 
 def test_progress_lines_when_not_a_tty(analyzed: Path, logs: Path):  # noqa: F811
-    from stacklens.cli._stages import Ticker
+    from stacklens.cli._render import Ticker
 
     t = Ticker("ingest", quiet=False, every_s=0.0)
     assert t.on  # stderr is a pipe under pytest

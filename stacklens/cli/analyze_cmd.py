@@ -6,9 +6,11 @@ from pathlib import Path
 
 import typer
 
-from stacklens.cli._stages import FORCE, ingest_stage, prepare_out, report_stage, trace_stage
+from stacklens.cli._render import FORCE, print_ingest, print_report, print_trace, stage_progress
 from stacklens.cli.ingest_cmd import HOST_MAP, OUT, PATHS, SERVICE_MAP, TZ, TZ_ZONE, WORKERS
 from stacklens.errors import InputNotFound
+from stacklens.pipeline import IngestOptions, ingest_step, report_step, trace_step
+from stacklens.store import RunStore
 
 
 def analyze(
@@ -27,9 +29,14 @@ def analyze(
     missing = [p for p in paths if not Path(p).exists()]
     if missing:  # before --force empties the output folder
         raise InputNotFound(f"no such file or folder: {missing[0]}")
-    prepare_out(out, force)
-    quiet = as_json
-    store = ingest_stage(paths, out, host_map, service_map, tz_offset, workers, quiet=quiet,
-                         tz=tz)
-    trace_stage(store, quiet=quiet)
-    report_stage(store, as_json)
+    store = RunStore(out)
+    store.prepare(force)
+    opts = IngestOptions(host_map, service_map, tz_offset, tz, workers)
+    with stage_progress(quiet=as_json) as on_progress:
+        ing = ingest_step(store, paths, opts, on_progress)
+    if not as_json:
+        print_ingest(ing)
+    tr = trace_step(store)
+    if not as_json:
+        print_trace(tr)
+    print_report(report_step(store), out, as_json)

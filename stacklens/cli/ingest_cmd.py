@@ -6,7 +6,9 @@ from pathlib import Path
 
 import typer
 
-from stacklens.cli._stages import ingest_stage
+from stacklens.cli._render import print_ingest, stage_progress
+from stacklens.pipeline import IngestOptions, ingest_step
+from stacklens.store import RunStore
 
 PATHS = typer.Argument(..., help="Log files, folders (recursed) or .gz files, from any hosts.")
 OUT = typer.Option(Path("stacklens-run"), "--out", "-o", envvar="STACKLENS_OUT",
@@ -32,4 +34,7 @@ def ingest(
     tz: list[str] = TZ_ZONE,
 ) -> None:
     """Read logs into the canonical events table; count and keep every line it cannot place."""
-    ingest_stage(paths, out, host_map, service_map, tz_offset, workers, tz=tz)
+    opts = IngestOptions(host_map, service_map, tz_offset, tz, workers)
+    with stage_progress(quiet=False) as on_progress:
+        section = ingest_step(RunStore(out), paths, opts, on_progress)
+    print_ingest(section)

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import typer
 
-from stacklens.cli._stages import report_stage
+from stacklens.cli._render import print_report
 from stacklens.errors import InputNotFound
+from stacklens.pipeline import report_step
 from stacklens.store import RunStore
 
 
@@ -18,4 +19,4 @@ def report(
     """Analyze a traced run and write report.json and a self-contained report.html."""
     if not run.is_dir():
         raise InputNotFound(f"run folder {run} does not exist")
-    report_stage(RunStore(run), as_json)
+    print_report(report_step(RunStore(run)), run, as_json)

@@ -20,12 +20,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from stacklens.cli._connection import choose_connection
-from stacklens.cli._stages import FORCE, Ticker, prepare_out
+from stacklens.cli._render import (
+    FORCE,
+    Ticker,
+    print_ingest,
+    print_report,
+    print_trace,
+    stage_progress,
+)
 from stacklens.drive.driver import DriveStats
 from stacklens.drive.plan import Plan
 from stacklens.drive.scenario import load_scenario
 from stacklens.drive.session import RunResult, finalize_records, run_scenario
 from stacklens.errors import SlaBreach
+from stacklens.pipeline import IngestOptions, ingest_step, report_step, trace_step
+from stacklens.store import RunStore
 
 err = Console(stderr=True)
 
@@ -65,13 +74,19 @@ def _print_summary(res: RunResult) -> None:
 def _server_view(out: Path, sources: list[str], res: RunResult, quiet: bool) -> None:
     """Read the cloud's logs of the run window into the same run folder, trace them and report
     client and server views side by side (``report.json`` key ``client_server``)."""
-    from stacklens.cli._stages import ingest_stage, report_stage, trace_stage
-
     margin = 60 * 1_000_000_000
-    window = (res.summary.started_ns - margin, res.summary.ended_ns + margin)
-    store = ingest_stage(sources, out, [], [], 0, None, quiet=quiet, window_ns=window)
-    trace_stage(store, quiet=quiet)
-    report = report_stage(store, as_json=False, quiet_terminal=quiet)
+    store = RunStore(out)
+    opts = IngestOptions(window_ns=(res.summary.started_ns - margin, res.summary.ended_ns + margin))
+    with stage_progress(quiet=quiet) as on_progress:
+        ing = ingest_step(store, sources, opts, on_progress)
+    if not quiet:
+        print_ingest(ing)
+    tr = trace_step(store)
+    if not quiet:
+        print_trace(tr)
+    report = report_step(store)
+    if not quiet:
+        print_report(report, out, as_json=False)
     cs = (report.get("client_server") or {}).get("summary") or {}
     if cs:
         err.print(f"run: {cs.get('found')} of {cs.get('requests')} requests found in the server "
@@ -94,7 +109,7 @@ def run(
 ) -> None:
     """Boot servers as the scenario says, watch them with one list call per poll interval,
     delete them, and record each one's timestamps, request ids, host and outcome."""
-    prepare_out(out, force)
+    RunStore(out).prepare(force)
     scn = load_scenario(scenario)
     text = scenario.read_text(encoding="utf-8")
     # precedence: --endpoint, --cloud, the scenario's client.endpoint, the scenario's cloud
