@@ -29,12 +29,12 @@ __all__ = [
     "ERROR_LEVELS",
     "LEVELS",
     "OUTCOMES",
+    "Outcome",
     "REQ_ID",
     "RPC_SENDS",
+    "RpcKind",
     "UUID",
     "UUID_LOOSE",
-    "Outcome",
-    "RpcKind",
     "is_client",
 ]
 
