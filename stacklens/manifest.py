@@ -33,11 +33,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from stacklens.errors import StoreError
 
 __all__ = [
-    "MANIFEST_FORMAT_VERSION",
-    "SECTIONS",
     "IngestSection",
+    "MANIFEST_FORMAT_VERSION",
     "Manifest",
     "ReportSection",
+    "SECTIONS",
     "TraceSection",
     "upgrade",
 ]

@@ -26,7 +26,12 @@ from stacklens.errors import StoreError, UserError
 from stacklens.manifest import MANIFEST_FORMAT_VERSION, SECTIONS, Manifest, upgrade
 from stacklens.schema import TABLES, conform
 
-__all__ = ["FORMAT_VERSION", "PARQUET_COMPRESSION", "RUN_FILES", "RunStore"]
+__all__ = [
+    "FORMAT_VERSION",
+    "PARQUET_COMPRESSION",
+    "RUN_FILES",
+    "RunStore",
+]
 
 #: What stacklens writes in a run folder (removed by ``--force``; nothing else is touched).
 RUN_FILES = ("tables", "stacklens.duckdb", "stacklens.duckdb.wal", "manifest.json",

@@ -19,8 +19,15 @@ from stacklens.manifest import IngestSection, TraceSection
 from stacklens.pipeline import OnProgress, StageProgress
 from stacklens.report.terminal import render_terminal
 
-__all__ = ["FORCE", "Ticker", "err", "print_ingest", "print_report", "print_trace",
-           "stage_progress"]
+__all__ = [
+    "FORCE",
+    "Ticker",
+    "err",
+    "print_ingest",
+    "print_report",
+    "print_trace",
+    "stage_progress",
+]
 
 err = Console(stderr=True)
 
