@@ -32,12 +32,13 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from stacklens.schema import Columns
 from stacklens.trace.causal import http_callee_rows, http_caller_rows, origin_rows, schedule_rows
 
 __all__ = ["CONSTRAINTS", "SkewResult", "apply_offsets", "causal_constraints", "estimate_offsets"]
 
 #: One row per cross-host causal pair (see the module docstring for the meaning of lower_s).
-CONSTRAINTS: dict[str, pl.DataType] = {
+CONSTRAINTS: Columns = {
     "src_host": pl.String,  # host of the record that happened first
     "dst_host": pl.String,  # host of the record that happened after it
     "lower_s": pl.Float64,  # offset[dst] - offset[src] >= lower_s, seconds
@@ -197,7 +198,7 @@ def causal_constraints(
         got = rule(ev, resolution_s)
         if got is not None and got.height:
             parts.append(got)
-    out = pl.concat([p.cast(CONSTRAINTS) for p in parts]) if parts else None
+    out = pl.concat([p.cast(pl.Schema(CONSTRAINTS)) for p in parts]) if parts else None
     if out is None or not out.height:
         return pl.DataFrame(schema=CONSTRAINTS)
     return out.filter(pl.col("lower_s") <= max_skew_s).sort("kind", "key", "src_host", "dst_host")
@@ -342,11 +343,11 @@ def estimate_offsets(
         if kept.height
         else {}
     )
-    if reference is None and hosts:
-        reference = min(hosts, key=lambda h: (-count.get(h, 0), h))
     lo: list[float | None] = [None] * len(hosts)
     hi: list[float | None] = [None] * len(hosts)
     if hosts:
+        if reference is None:
+            reference = min(hosts, key=lambda h: (-count.get(h, 0), h))
         d = _closure(len(hosts), _graph(kept, {h: i for i, h in enumerate(hosts)})[0])
         r = hosts.index(reference)
         hi = [x if x < math.inf else None for x in d[r]]
