@@ -231,6 +231,8 @@ class SkewResult:
 
 
 Edge = tuple[int, int, float]  # (u, v, w): x_v - x_u <= w
+#: One host pair's rows: (src_host, dst_host, row ids, lower_s), tightest row first.
+PairRows = tuple[str, str, list[int], list[float]]
 
 
 def _negative_cycle(n: int, edges: list[Edge]) -> list[int] | None:
@@ -269,7 +271,7 @@ def _closure(n: int, edges: list[Edge]) -> list[list[float]]:
     return d
 
 
-def _graph(rows: pl.DataFrame, index: dict[str, int]) -> tuple[list[Edge], list[tuple]]:
+def _graph(rows: pl.DataFrame, index: dict[str, int]) -> tuple[list[Edge], list[PairRows]]:
     """Edges ``dst -> src`` of weight ``-lower_s`` (``x_src - x_dst <= -lower_s``), one per
     host pair (its tightest row); per edge: ``(src, dst, row ids, lower_s)``, tightest first."""
     pairs = (
@@ -282,7 +284,7 @@ def _graph(rows: pl.DataFrame, index: dict[str, int]) -> tuple[list[Edge], list[
     return [(index[d], index[s], -ls[0]) for s, d, _, ls in info], info
 
 
-def _cost(edge: tuple, excess: float) -> tuple:
+def _cost(edge: PairRows, excess: float) -> tuple[int, float, str, str]:
     """Sort key (smallest first) of a cycle edge ``(src, dst, row ids, lower_s)`` when the
     cycle's bounds overshoot by ``excess``: how many of its rows must go to close the cycle
     alone, then the larger gap to its next row, then names (deterministic, shift-invariant)."""
@@ -291,13 +293,15 @@ def _cost(edge: tuple, excess: float) -> tuple:
     return (need, -(ls[0] - ls[1]) if len(ls) > 1 else -math.inf, src, dst)
 
 
-def _break_cycles(rows: pl.DataFrame, hosts: list[str]) -> tuple[pl.DataFrame, list[dict]]:
+def _break_cycles(
+    rows: pl.DataFrame, hosts: list[str]
+) -> tuple[pl.DataFrame, list[dict[str, object]]]:
     """Drop rows until the system is feasible, one at a time (greedy; the minimum set is a
     maximum feasible subsystem, NP-hard in general). For each negative cycle, among its edges
     take the one that needs the fewest of its rows dropped to close the cycle on its own
     (the side with less evidence), and drop its tightest row."""
     index = {h: i for i, h in enumerate(hosts)}
-    dropped: list[dict] = []
+    dropped: list[dict[str, object]] = []
     while rows.height:
         edges, info = _graph(rows, index)
         cycle = _negative_cycle(len(hosts), edges)

@@ -80,7 +80,13 @@ _STARTS = (
 )
 
 
-def _assign(group: list[str], kind: list, rpc: list, marker: list, access: list) -> list[int]:
+def _assign(
+    group: list[str],
+    kind: list[str | None],
+    rpc: list[str | None],
+    marker: list[bool],
+    access: list[bool],
+) -> list[int]:
     """Episode number of each row (rows sorted by key, then time); rules in the module
     docstring. ``group`` changes value where a new (process, local request) key starts."""
     out = [0] * len(group)
