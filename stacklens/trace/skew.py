@@ -34,6 +34,7 @@ import polars as pl
 
 from stacklens.schema import Columns
 from stacklens.trace.causal import http_callee_rows, http_caller_rows, origin_rows, schedule_rows
+from stacklens.vocab import RPC_SENDS, RpcKind, is_client
 
 __all__ = ["CONSTRAINTS", "SkewResult", "apply_offsets", "causal_constraints", "estimate_offsets"]
 
@@ -49,7 +50,7 @@ CONSTRAINTS: Columns = {
     "dst_ts_ns": pl.Int64,  # raw timestamp of the later record, on dst_host's clock
 }
 
-_SENDS = {"call": "rpc_call", "cast": "rpc_cast"}
+_SENDS = {k: f"rpc_{k}" for k in RPC_SENDS}  # call -> rpc_call, cast -> rpc_cast
 _KILO_SEND = r"^(?:MSG_ID|UNIQUE_ID) is [0-9a-f]{32}"
 _KILO_RECV_RID = r"^unpacked context: \{.*'request_id': u?'(req-[0-9a-f-]+)'"
 
@@ -84,7 +85,7 @@ def _rpc_rows(ev: pl.DataFrame, res: float) -> list[pl.DataFrame]:
     kind = pl.col("rpc_kind")
     out = []
     for send, recv, name in (
-        (["call", "cast"], ["recv_call", "recv_cast"], None),
+        (list(RPC_SENDS), [RpcKind.RECV_CALL.value, RpcKind.RECV_CAST.value], None),
         (["reply_send"], ["reply_recv"], "rpc_reply"),
     ):
         s = ev.filter(kind.is_in(send) & pl.col("rpc_id").is_not_null())
@@ -103,8 +104,7 @@ def _rpc_rows(ev: pl.DataFrame, res: float) -> list[pl.DataFrame]:
 
 def _http_rows(ev: pl.DataFrame, res: float) -> list[pl.DataFrame]:
     access = ev.filter(pl.col("http_status").is_not_null() & pl.col("request_id").is_not_null())
-    is_client = pl.col("logger").str.ends_with("rest_client").fill_null(False)
-    cli, srv = access.filter(is_client), access.filter(~is_client)
+    cli, srv = access.filter(is_client()), access.filter(~is_client())
     if not (cli.height and srv.height):
         return []
     dur = (pl.col("http_dur_s").fill_null(0.0) * 1e9).round().cast(pl.Int64)
@@ -127,7 +127,7 @@ def _context_rows(ev: pl.DataFrame, res: float) -> list[pl.DataFrame]:
     sends = ev.filter(
         pl.col("request_id").is_not_null()
         & (
-            pl.col("rpc_kind").is_in(["call", "cast", "reply_send"]).fill_null(False)
+            pl.col("rpc_kind").is_in([*RPC_SENDS, RpcKind.REPLY_SEND.value]).fill_null(False)
             | (oslo & msg.str.contains(_KILO_SEND).fill_null(False))
         )
     )
