@@ -39,6 +39,7 @@ import random
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -81,7 +82,7 @@ def ms(x: float | None) -> float | None:
     return None if x is None else round(x * 1000, 3)
 
 
-def scope(ev: pl.DataFrame, hosts: list[str], seeds: list[int]) -> dict:
+def scope(ev: pl.DataFrame, hosts: list[str], seeds: list[int]) -> dict[str, Any]:
     """Constraints, the logs' own skew, and shift-and-recover runs for one set of events."""
     t0 = time.perf_counter()
     cons = causal_constraints(ev)
@@ -93,7 +94,8 @@ def scope(ev: pl.DataFrame, hosts: list[str], seeds: list[int]) -> dict:
         .agg(n=pl.len(), violated_raw=(pl.col("lower_s") > 0).sum())
         .sort("src_host", "dst_host", "kind")
     )
-    runs, errors = [], []
+    runs: list[dict[str, Any]] = []
+    errors: list[float] = []
     for seed in seeds:
         rng = random.Random(seed)
         shift = {h: rng.uniform(-SHIFT_S, SHIFT_S) for h in hosts}
@@ -101,8 +103,9 @@ def scope(ev: pl.DataFrame, hosts: list[str], seeds: list[int]) -> dict:
         b = {r["host"]: r for r in base.offsets.iter_rows(named=True)}
         rows = []
         for r in res.offsets.iter_rows(named=True):
-            h = r["host"]
-            truth = shift[h] - shift[base.reference]
+            h, ref = r["host"], base.reference
+            assert ref is not None  # estimate_offsets sets it whenever there are hosts (rows)
+            truth = shift[h] - shift[ref]
             rec = bound = None
             if r["offset_s"] is not None and b[h]["offset_s"] is not None:
                 rec = b[h]["offset_s"] - r["offset_s"]

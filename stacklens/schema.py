@@ -13,11 +13,16 @@ under kind ``timezone_assumption``). Durations are ``*_s``: float seconds.
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import polars as pl
+from polars.datatypes import DataTypeClass
 
 __all__ = [
     "BREAKDOWN",
     "CLOCK_OFFSETS",
+    "Columns",
+    "Dtype",
     "ERROR_TEMPLATES",
     "EVENTS",
     "FLOWS",
@@ -33,8 +38,16 @@ __all__ = [
     "empty",
 ]
 
+#: A column's dtype as the tables below write it: a Polars dtype class (``pl.Int64``, what
+#: these dicts hold) or a dtype instance (``pl.Datetime("ns")``). Both are accepted wherever
+#: Polars takes a schema.
+Dtype: TypeAlias = pl.DataType | DataTypeClass
+
+#: A table's columns in order: name -> :data:`Dtype`.
+Columns: TypeAlias = dict[str, Dtype]
+
 #: One row per log record (a header line plus its continuation lines).
-EVENTS: dict[str, pl.DataType] = {
+EVENTS: Columns = {
     "ts_ns": pl.Int64,  # record time, ns since epoch, UTC as assumed
     "host": pl.String,  # from folder layout, syslog prefix or --host-map
     "service": pl.String,  # binary: nova-api, nova-compute, neutron-server, tempest, ...
@@ -69,7 +82,7 @@ EVENTS: dict[str, pl.DataType] = {
 #: One row per (file, kind): what ingest could not place, or had to assume. Severity is
 #: ``info`` (known non-record lines, assumptions), ``error`` (damaged but kept), or ``data_loss``
 #: (bytes that could not be read at all). Perfetto's ``stats`` table is the model.
-INGEST_STATS: dict[str, pl.DataType] = {
+INGEST_STATS: Columns = {
     "file": pl.String,
     "kind": pl.String,
     "severity": pl.String,
@@ -79,7 +92,7 @@ INGEST_STATS: dict[str, pl.DataType] = {
 
 #: One row per physical line that could not be placed in a record, raw text kept (redacted,
 #: cut to 4096 characters).
-QUARANTINE: dict[str, pl.DataType] = {
+QUARANTINE: Columns = {
     "file": pl.String,
     "line_no": pl.Int64,
     "reason": pl.String,  # binary, no_header_before, non_utf8, ...
@@ -87,7 +100,7 @@ QUARANTINE: dict[str, pl.DataType] = {
 }
 
 #: One service's part of one request (OSProfiler: one trace point pair).
-SPANS: dict[str, pl.DataType] = {
+SPANS: Columns = {
     "trace_id": pl.String,
     "span_id": pl.String,
     "parent_span_id": pl.String,  # null for the root span
@@ -105,7 +118,7 @@ SPANS: dict[str, pl.DataType] = {
 }
 
 #: Causal edges between spans (Perfetto ``flow(slice_out, slice_in)``).
-FLOWS: dict[str, pl.DataType] = {
+FLOWS: Columns = {
     "trace_id": pl.String,
     "src_span_id": pl.String,
     "dst_span_id": pl.String,
@@ -116,7 +129,7 @@ FLOWS: dict[str, pl.DataType] = {
 }
 
 #: One row per reconstructed user action (all spans of one request).
-TRACES: dict[str, pl.DataType] = {
+TRACES: Columns = {
     "trace_id": pl.String,
     "request_id": pl.String,  # the root request id (the one the client saw)
     "operation": pl.String,  # server.create, server.delete, GET /v2.1/servers/{id}, ...
@@ -141,7 +154,7 @@ TRACES: dict[str, pl.DataType] = {
 }
 
 #: Where each trace's end-to-end time went; the rows of one trace sum to its ``dur_s``.
-BREAKDOWN: dict[str, pl.DataType] = {
+BREAKDOWN: Columns = {
     "trace_id": pl.String,
     "component": pl.String,  # a service, or "between components" (queues, RPC, polling)
     "dur_s": pl.Float64,
@@ -149,7 +162,7 @@ BREAKDOWN: dict[str, pl.DataType] = {
 
 #: Phases inside one service's span, from marker messages (nova-compute: claim, network,
 #: block_device, spawn, build; see :mod:`stacklens.trace.classify` for the markers).
-PHASES: dict[str, pl.DataType] = {
+PHASES: Columns = {
     "trace_id": pl.String,
     "service": pl.String,
     "phase": pl.String,
@@ -159,7 +172,7 @@ PHASES: dict[str, pl.DataType] = {
 }
 
 #: Error templates mined with Drain3 over ERROR/CRITICAL records and tracebacks.
-TEMPLATES: dict[str, pl.DataType] = {
+TEMPLATES: Columns = {
     "template_id": pl.Int64,
     "template": pl.String,
     "n_events": pl.Int64,
@@ -170,7 +183,7 @@ TEMPLATES: dict[str, pl.DataType] = {
 #: ``*_ns`` on the client's clock; ``launched_ns`` is the server's own ``launched_at``. Joins
 #: the server-side view on ``global_request_id`` = ``traces.trace_id`` (the driver sends its
 #: own ``X-OpenStack-Request-ID``), else ``request_id`` = ``traces.request_id``.
-REQUESTS: dict[str, pl.DataType] = {
+REQUESTS: Columns = {
     "run_id": pl.String,  # the run's tag (stacklens) or task uuid (rally)
     "source": pl.String,  # stacklens, rally
     "scenario": pl.String,  # scenario name / rally workload title
@@ -206,7 +219,7 @@ REQUESTS: dict[str, pl.DataType] = {
 
 #: Clock offset of each host per UTC day, from causal pairs (see :mod:`stacklens.trace.skew`):
 #: seconds to ADD to the host's raw timestamps to put them on the reference host's clock.
-CLOCK_OFFSETS: dict[str, pl.DataType] = {
+CLOCK_OFFSETS: Columns = {
     "day": pl.String,  # UTC date of the records corrected
     "host": pl.String,
     "reference": pl.String,  # host whose clock is kept (offset 0)
@@ -224,13 +237,13 @@ CLOCK_OFFSETS: dict[str, pl.DataType] = {
 }
 
 #: The template of each failed trace's first error (written by the analyze stage).
-ERROR_TEMPLATES: dict[str, pl.DataType] = {
+ERROR_TEMPLATES: Columns = {
     "trace_id": pl.String,
     "template_id": pl.Int64,
     "template": pl.String,
 }
 
-TABLES: dict[str, dict[str, pl.DataType]] = {
+TABLES: dict[str, Columns] = {
     "events": EVENTS,
     "ingest_stats": INGEST_STATS,
     "quarantine": QUARANTINE,

@@ -8,27 +8,34 @@ up in that map (the deepest key that exists; a missing key points at its parent)
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Collection
+from typing import Any, TypeAlias, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from stacklens.errors import UserError
 
-__all__ = ["line_map", "line_of", "load_model"]
+__all__ = ["KeyPath", "LineMap", "line_map", "line_of", "load_model"]
 
 M = TypeVar("M", bound=BaseModel)
 
+#: Where a value sits in the YAML document: mapping keys (str) and sequence indexes (int), as in
+#: pydantic's error ``loc``; ``()`` is the document.
+KeyPath: TypeAlias = tuple[str | int, ...]
 
-def line_map(node: yaml.Node, path: tuple = (), out: dict | None = None,
-             dups: list | None = None) -> dict[tuple, int]:
+#: Key path -> 1-based line (see :func:`line_map`).
+LineMap: TypeAlias = dict[KeyPath, int]
+
+
+def line_map(node: yaml.Node, path: KeyPath = (), out: LineMap | None = None,
+             dups: list[tuple[str, int]] | None = None) -> LineMap:
     """Map each key path of ``node`` to its 1-based line (the key's line for mapping values);
     keys given twice in one mapping are appended to ``dups`` as ``(key, line)``."""
     out = {} if out is None else out
     out.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
-        seen: set = set()
+        seen: set[str] = set()
         for k, v in node.value:
             if k.value in seen and dups is not None:
                 dups.append((k.value, k.start_mark.line + 1))
@@ -41,10 +48,10 @@ def line_map(node: yaml.Node, path: tuple = (), out: dict | None = None,
     return out
 
 
-def line_of(loc: tuple, lines: dict[tuple, int]) -> int:
+def line_of(loc: KeyPath, lines: LineMap) -> int:
     """The line of the deepest part of ``loc`` present in the file. Parts that are not keys
     (union tags, validator names) are stepped over."""
-    path: tuple = ()
+    path: KeyPath = ()
     for part in loc:
         if (*path, part) in lines:
             path = (*path, part)
@@ -60,8 +67,8 @@ def load_model(
     error: type[UserError],
     what: str,
     *,
-    skip: frozenset[str] = frozenset(),
-    line_hint: Callable[[str, dict[tuple, int]], int | None] | None = None,
+    skip: Collection[str] = frozenset(),
+    line_hint: Callable[[str, LineMap], int | None] | None = None,
 ) -> M:
     """Validate YAML ``text`` as ``model``; raise ``error`` with ``source:line: ...`` on one line.
 
@@ -79,7 +86,7 @@ def load_model(
         raise error(f"{source}: not valid YAML: {e}") from None
     if node is None or not isinstance(data, dict):
         raise error(f"{source}:1: {what}")
-    dups: list = []
+    dups: list[tuple[str, int]] = []
     lines = line_map(node, dups=dups)
     if dups:
         key, line = dups[0]

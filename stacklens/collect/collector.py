@@ -20,11 +20,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from stacklens.collect.files import collect_file
-from stacklens.collect.inventory import HostPlan, Inventory, analysis_maps
+from stacklens.collect.inventory import HostPlan, Inventory, Unit, analysis_maps
 from stacklens.collect.journald import collect_unit
-from stacklens.collect.listing import listing_script, parse_listing
+from stacklens.collect.listing import RemoteFile, listing_script, parse_listing
 from stacklens.collect.manifest import (
     HostResult,
     SourceResult,
@@ -58,7 +59,7 @@ class CollectResult:
     """The hosts' results, the manifest (as written) and its path."""
 
     hosts: list[HostResult]
-    manifest: dict
+    manifest: dict[str, Any]
     manifest_path: Path
     wall_s: float = 0.0
     problems: list[str] = field(default_factory=list)
@@ -69,7 +70,9 @@ class CollectResult:
         return sum(h.collected for h in self.hosts)
 
 
-async def _default_connect(plan: HostPlan, timeout_s: float):
+async def _default_connect(
+    plan: HostPlan, timeout_s: float
+) -> tuple[Transport | None, tuple[str, str] | None]:
     from stacklens.collect.ssh import connect
 
     return await connect(plan, timeout_s)
@@ -82,17 +85,19 @@ async def _host(plan: HostPlan, w: Window, out: Path, journal: StateJournal,
     errors: list[dict[str, str]] = []
     sources: list[SourceResult] = []
     tools: dict[str, str] = {}
+    transport: Transport
     if plan.transport == "local":
-        transport: Transport | None = LocalTransport(plan.name)
+        transport = LocalTransport(plan.name)
     else:
-        transport, err = await connect(plan, opts.connect_timeout_s)
-        if transport is None:
+        got, err = await connect(plan, opts.connect_timeout_s)
+        if got is None:
             kind, detail = err or ("ssh_error", "no connection")
             note(f"{plan.name}: {kind}: {detail}")
             return HostResult(plan.name, plan.transport, plan.address, False,
                               errors=[{"kind": kind, "detail": detail,
                                        "source": plan.address or ""}],
                               wall_s=time.perf_counter() - t0)
+        transport = got
     try:
         await _host_sources(plan, transport, w, out, journal, opts, sources, errors, tools, note)
     finally:
@@ -134,7 +139,7 @@ async def _host_sources(plan: HostPlan, transport: Transport, w: Window, out: Pa
     sem = asyncio.Semaphore(max(1, opts.per_host))
     local = plan.transport == "local"
 
-    async def one_file(f) -> SourceResult:
+    async def one_file(f: RemoteFile) -> SourceResult:
         async with sem:
             try:
                 return await collect_file(transport, plan.name, f, w, out, journal,
@@ -147,7 +152,7 @@ async def _host_sources(plan: HostPlan, transport: Transport, w: Window, out: Pa
                 return SourceResult(plan.name, "file", f.path, None, "none", "", "error",
                                     error=repr(e))
 
-    async def one_unit(u) -> SourceResult:
+    async def one_unit(u: Unit) -> SourceResult:
         async with sem:
             try:
                 return await collect_unit(transport, plan.name, u, w, out, journal,

@@ -27,10 +27,11 @@ import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from stacklens.collect.fetch import Producer, fetch, file_stats
 from stacklens.collect.listing import RemoteFile
-from stacklens.collect.manifest import SourceResult, StateJournal
+from stacklens.collect.manifest import SourceFields, SourceResult, StateJournal
 from stacklens.collect.transport import Transport
 from stacklens.collect.window import Window, awk_command, python_command
 
@@ -89,13 +90,18 @@ def plan_file(f: RemoteFile, w: Window, tools: dict[str, str],
     return FilePlan("filtered", via, "window's lines only", Producer(f"{flt} < {q}"))
 
 
-def _key(f: RemoteFile, p: FilePlan, w: Window) -> dict:
+def _key(f: RemoteFile, p: FilePlan, w: Window) -> dict[str, Any]:
     return {"src": f.path, "size": f.size_b, "mtime": f.mtime_s, "inode": f.inode,
             "method": p.method, "via": p.via,
             "window": [w.since_text, w.until_text] if p.method == "filtered" else None}
 
 
-def _same_but_grown(old: dict, new: dict, gz: bool) -> bool:
+def _outside(base: SourceFields) -> SourceFields:
+    """``base`` with the reason of a filtered file that had no line inside the window."""
+    return {**base, "reason": _EMPTY}
+
+
+def _same_but_grown(old: dict[str, Any], new: dict[str, Any], gz: bool) -> bool:
     """A plain file that only grew since the last complete copy (same inode, method, window)."""
     same = all(old.get(k) == new[k] for k in ("src", "inode", "method", "via", "window"))
     return same and not gz and isinstance(old.get("size"), int) and new["size"] >= old["size"]
@@ -110,8 +116,8 @@ async def collect_file(transport: Transport, host: str, f: RemoteFile, w: Window
     plan = plan_file(f, w, tools, rotated_slack_s)
     rel = local_path(host, f.path)
     dest = out / rel
-    base = dict(host=host, kind="file", source=f.path, method=plan.method, via=plan.via,
-                reason=plan.reason, remote_bytes=f.size_b, remote_mtime_s=f.mtime_s)
+    base = SourceFields(host=host, kind="file", source=f.path, method=plan.method, via=plan.via,
+                        reason=plan.reason, remote_bytes=f.size_b, remote_mtime_s=f.mtime_s)
     rec = journal.get(rel)
     if plan.producer is None:
         if rec is not None and rec.get("phase") != "removed":  # another window's data
@@ -123,7 +129,7 @@ async def collect_file(transport: Transport, host: str, f: RemoteFile, w: Window
     key = _key(f, plan, w)
     part = dest.with_name(dest.name + ".part")
     if rec and rec.get("phase") == "complete" and rec.get("key") == key and rec.get("empty"):
-        return SourceResult(local=None, status="outside_window", **{**base, "reason": _EMPTY})
+        return SourceResult(local=None, status="outside_window", **_outside(base))
     if rec and rec.get("phase") == "complete" and rec.get("key") == key and dest.exists() \
             and dest.stat().st_size == rec.get("bytes"):
         return SourceResult(local=rel, status="unchanged", bytes=rec["bytes"],
@@ -159,7 +165,7 @@ async def collect_file(transport: Transport, host: str, f: RemoteFile, w: Window
         dest.unlink()
         journal.record(rel, "complete", key, bytes=0, lines=0, empty=True)
         return SourceResult(local=None, status="outside_window", bytes_transferred=n_in,
-                            wall_s=time.perf_counter() - t0, **{**base, "reason": _EMPTY})
+                            wall_s=time.perf_counter() - t0, **_outside(base))
     journal.record(rel, "complete", key, bytes=size, lines=lines, sha256=sha)
     return SourceResult(local=rel, status=status, bytes=size, bytes_transferred=n_in,
                         lines=lines, sha256=sha, error=damage, wall_s=time.perf_counter() - t0,

@@ -49,7 +49,7 @@ from pydantic import (
 )
 
 from stacklens.errors import UserError
-from stacklens.yamlfile import load_model
+from stacklens.yamlfile import LineMap, load_model
 
 __all__ = [
     "HostPlan",
@@ -130,7 +130,7 @@ class Defaults(_Model):
     """Connection settings every host inherits."""
 
     user: str | None = None
-    port: int = Field(22, ge=1, le=65535)
+    port: int = Field(default=22, ge=1, le=65535)
     key_file: str | None = None
     known_hosts: str = "~/.ssh/known_hosts"
     agent: bool = True
@@ -144,7 +144,7 @@ class Host(_Model):
     name: str
     transport: Literal["ssh", "local"] = "ssh"
     address: str | None = None
-    port: int | None = Field(None, ge=1, le=65535)
+    port: int | None = Field(default=None, ge=1, le=65535)
     user: str | None = None
     key_file: str | None = None
     known_hosts: str | None = None
@@ -283,7 +283,7 @@ def analysis_maps(inv: Inventory, collected: str | Path | None = None) -> NameMa
 # --- loading with line numbers ----------------------------------------------------------------
 
 
-def _ref_line(msg: str, lines: dict[tuple, int]) -> int | None:
+def _ref_line(msg: str, lines: LineMap) -> int | None:
     """Model-level errors name ``hosts[i]``: point at that host's line."""
     m = re.search(r"hosts\[(\d+)\]", msg)
     return lines.get(("hosts", int(m.group(1)))) if m else None

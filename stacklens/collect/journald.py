@@ -26,7 +26,7 @@ from pathlib import Path
 
 from stacklens.collect.fetch import Producer, fetch, file_stats
 from stacklens.collect.inventory import Unit
-from stacklens.collect.manifest import SourceResult, StateJournal
+from stacklens.collect.manifest import SourceFields, SourceResult, StateJournal
 from stacklens.collect.transport import Transport
 from stacklens.collect.window import Window
 
@@ -53,8 +53,8 @@ async def collect_unit(transport: Transport, host: str, unit: Unit, w: Window, o
     t0 = time.perf_counter()
     rel = unit_path(host, unit.unit)
     dest = out / rel
-    base = dict(host=host, kind="journald", source=unit.unit, method="filtered",
-                via="journalctl", reason="journalctl --since/--until selects the window")
+    base = SourceFields(host=host, kind="journald", source=unit.unit, method="filtered",
+                        via="journalctl", reason="journalctl --since/--until selects the window")
     if "journalctl" not in tools:
         return SourceResult(local=None, status="error", error="journalctl not found on the host",
                             **base)

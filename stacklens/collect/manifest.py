@@ -20,13 +20,14 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 __all__ = [
     "HostResult",
     "MANIFEST_FORMAT",
     "MANIFEST_NAME",
     "STATE_NAME",
+    "SourceFields",
     "SourceResult",
     "StateJournal",
     "manifest_dict",
@@ -36,6 +37,20 @@ __all__ = [
 MANIFEST_FORMAT = "stacklens-collect/1"
 MANIFEST_NAME = "collect-manifest.json"
 STATE_NAME = ".collect-state.jsonl"
+
+
+class SourceFields(TypedDict):
+    """The fields of a :class:`SourceResult` that name the source and how it travels, known
+    before any transfer (a collector builds them once and adds the outcome per result)."""
+
+    host: str
+    kind: str
+    source: str
+    method: str
+    via: str
+    reason: str
+    remote_bytes: NotRequired[int | None]
+    remote_mtime_s: NotRequired[int | None]
 
 
 @dataclass(frozen=True)
@@ -107,7 +122,9 @@ class HostResult:
         }
 
 
-def manifest_dict(hosts: list[HostResult], window: dict[str, str], extra: dict[str, Any]) -> dict:
+def manifest_dict(
+    hosts: list[HostResult], window: dict[str, str], extra: dict[str, Any]
+) -> dict[str, Any]:
     """The manifest as a JSON-ready dict: format, window, totals, hosts, then ``extra``."""
     totals: dict[str, int] = {"hosts": len(hosts), "hosts_reached": sum(h.reached for h in hosts)}
     for h in hosts:
@@ -125,7 +142,7 @@ def manifest_dict(hosts: list[HostResult], window: dict[str, str], extra: dict[s
     return out
 
 
-def write_manifest(out: Path, doc: dict) -> Path:
+def write_manifest(out: Path, doc: dict[str, Any]) -> Path:
     """Write ``doc`` to ``<out>/collect-manifest.json`` atomically; returns the path."""
     path = out / MANIFEST_NAME
     tmp = path.with_name(path.name + ".tmp")
@@ -143,7 +160,7 @@ class StateJournal:
 
     def __init__(self, out: Path) -> None:
         self.path = out / STATE_NAME
-        self._last: dict[str, dict] = {}
+        self._last: dict[str, dict[str, Any]] = {}
         if self.path.exists():
             for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
                 try:
@@ -153,11 +170,11 @@ class StateJournal:
                 if isinstance(rec, dict) and isinstance(rec.get("local"), str):
                     self._last[rec["local"]] = rec
 
-    def get(self, local: str) -> dict | None:
+    def get(self, local: str) -> dict[str, Any] | None:
         """The last record of ``local`` (path relative to the output folder), or None."""
         return self._last.get(local)
 
-    def record(self, local: str, phase: str, key: dict, **info: Any) -> None:
+    def record(self, local: str, phase: str, key: dict[str, Any], **info: Any) -> None:
         """Append a record and remember it as the last of ``local``."""
         rec = {"local": local, "phase": phase, "key": key, **info}
         self._last[local] = rec

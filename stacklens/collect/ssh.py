@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import os
 import shlex
+from typing import Any
 
 import asyncssh
 
@@ -33,7 +34,7 @@ _CHUNK = 1 << 16
 class _SshStream:
     """:class:`~stacklens.collect.transport.ByteStream` over an asyncssh process."""
 
-    def __init__(self, proc: asyncssh.SSHClientProcess) -> None:
+    def __init__(self, proc: asyncssh.SSHClientProcess[bytes]) -> None:
         self._p = proc
         self._err = asyncio.ensure_future(proc.stderr.read(1 << 20))
 
@@ -43,7 +44,7 @@ class _SshStream:
     async def finish(self) -> tuple[int | None, str]:
         done = await self._p.wait()
         err = await self._err
-        text = err.decode("utf-8", "replace") if isinstance(err, bytes) else str(err)
+        text = err.decode("utf-8", "replace")  # bytes: the process has encoding=None
         return done.exit_status, text[:STDERR_LIMIT]
 
     async def abort(self) -> None:
@@ -100,7 +101,7 @@ async def connect(plan: HostPlan, timeout_s: float = 15.0,
                       "are always verified (add the host with ssh-keyscan after checking it)")
     if plan.key_file and not os.path.isfile(plan.key_file):
         return None, ("key_file_missing", f"key file {plan.key_file} not found")
-    opts: dict = {
+    opts: dict[str, Any] = {
         "port": plan.port,
         "username": plan.user,
         "known_hosts": plan.known_hosts,

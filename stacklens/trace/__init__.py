@@ -14,6 +14,7 @@ from stacklens.trace.classify import adopt_orphan_markers, breakdown, classify_t
 from stacklens.trace.clocks import correct_clocks
 from stacklens.trace.link import link_events
 from stacklens.trace.spans import build_flows, build_spans, timed_events
+from stacklens.vocab import RPC_SENDS
 
 __all__ = ["build_traces"]
 
@@ -24,7 +25,7 @@ def _span_operation() -> pl.Expr:
     return pl.coalesce(
         access.filter(api).first(),
         pl.concat_str([pl.lit("rpc "), pl.col("rpc_topic")]).filter(
-            pl.col("rpc_kind").is_in(["call", "cast"])
+            pl.col("rpc_kind").is_in(RPC_SENDS)
         ).first(),
         pl.col("logger").first(),
     )

@@ -42,9 +42,11 @@ from __future__ import annotations
 
 import polars as pl
 
+from stacklens.vocab import REQ_ID, is_client
+
 __all__ = ["http_callee_rows", "http_caller_rows", "origin_rows", "schedule_rows"]
 
-_RID = r"(req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
+_RID = f"({REQ_ID})"
 #: keystoneauth1 session.py: "%(method)s call to [%(service_name)s for ]%(url)s used request id"
 USED = r"^([A-Z]+) call to (?:\S+ for )?(\S+) used request id " + _RID
 #: "RESP: [200] ... x-openstack-request-id: req-..." (keystoneauth, keystoneclient, neutronclient)
@@ -83,7 +85,7 @@ def _server_access(ev: pl.DataFrame) -> pl.DataFrame:
     acc = ev.filter(
         pl.col("http_status").is_not_null()
         & pl.col("request_id").is_not_null()
-        & ~log.str.ends_with("rest_client")
+        & ~is_client()
     )
     dur = (pl.col("http_dur_s") * 1e9).round().cast(pl.Int64)
     return acc.select(

@@ -53,11 +53,11 @@ import polars as pl
 import polars.selectors as cs
 
 from stacklens.trace.completion import marker_frame, marker_hits
+from stacklens.vocab import ERROR_LEVELS, UUID_LOOSE, Outcome, is_client
 
 __all__ = ["BETWEEN", "adopt_orphan_markers", "breakdown", "classify_traces", "normalize_path", "phases"]
 
 BETWEEN = "between components"
-_ID = r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}"
 # (method, normalized path regex) -> operation; first match wins
 _NAMES: list[tuple[str, str, str]] = [
     ("POST", r"^/v2(\.1)?/servers$", "server.create"),
@@ -89,7 +89,7 @@ def normalize_path(path: pl.Expr) -> pl.Expr:
     """``/v2/<project>/servers/<uuid>?x=1`` -> ``/v2/servers/{id}``; numbers become ``{id}``."""
     p = path.str.replace(r"\?.*$", "").str.replace(r"\.json$", "")
     p = p.str.replace(r"^(/v[\d.]+)/[0-9a-f]{32}(/|$)", "${1}${2}")
-    p = p.str.replace_all(_ID, "{id}").str.replace_all(r"/\d+(/|$)", "/{id}${1}")
+    p = p.str.replace_all(UUID_LOOSE, "{id}").str.replace_all(r"/\d+(/|$)", "/{id}${1}")
     return p.str.replace(r"/$", "")
 
 
@@ -102,9 +102,9 @@ def _operation(method: pl.Expr, norm: pl.Expr) -> pl.Expr:
 
 def _base(tev: pl.DataFrame) -> pl.DataFrame:
     """Per-trace facts that do not need the markers."""
-    is_err = pl.col("level").is_in(["ERROR", "CRITICAL"]) & pl.col("synthetic").not_()
+    is_err = pl.col("level").is_in(ERROR_LEVELS) & pl.col("synthetic").not_()
     api_line = pl.col("http_status").is_not_null()
-    server_api = api_line & ~pl.col("logger").fill_null("").str.ends_with("rest_client")
+    server_api = api_line & ~is_client()
     t = (
         tev.group_by("trace_id", maintain_order=True)
         .agg(
@@ -125,7 +125,7 @@ def _base(tev: pl.DataFrame) -> pl.DataFrame:
                      descending=[True, True])
             .first()
             .alias("_api5"),
-            pl.col("http_dur_s").filter(pl.col("logger").str.ends_with("rest_client"))
+            pl.col("http_dur_s").filter(is_client())
             .drop_nulls()
             .first()
             .alias("client_dur_s"),
@@ -187,7 +187,7 @@ def _root_causes(tev: pl.DataFrame, failed: pl.DataFrame) -> pl.DataFrame:
     ``_f_ts``, ``_f_span``, ``_f_service``; returns ``trace_id``, ``_root`` (struct of message,
     service, file, line_no)."""
     spans = tev.group_by("span_id").agg(pl.col("ts_ns").min().alias("_f_span_start"))
-    errs = tev.filter(pl.col("level").is_in(["ERROR", "CRITICAL"]) & ~pl.col("synthetic")).select(
+    errs = tev.filter(pl.col("level").is_in(ERROR_LEVELS) & ~pl.col("synthetic")).select(
         "trace_id", "ts_ns", "eid", "span_id", "service", "instance_uuid", "message", "file",
         "line_no",
     )
@@ -233,14 +233,14 @@ def classify_traces(tev: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
     failed_async = is_async & fail_ts.is_not_null() & ~done
     retries = pl.col("_retries").fill_null(0)
     outcome = (
-        pl.when(status >= 500).then(pl.lit("failed"))
-        .when(status.is_between(400, 499)).then(pl.lit("rejected"))
-        .when(failed_async).then(pl.lit("failed"))
-        .when(is_async & done & (retries > 0)).then(pl.lit("retried"))
-        .when(is_async & done).then(pl.lit("success"))
-        .when(is_async).then(pl.lit("unknown"))
-        .when(ok2xx).then(pl.lit("success"))
-        .otherwise(pl.lit("unknown"))
+        pl.when(status >= 500).then(pl.lit(Outcome.FAILED))
+        .when(status.is_between(400, 499)).then(pl.lit(Outcome.REJECTED))
+        .when(failed_async).then(pl.lit(Outcome.FAILED))
+        .when(is_async & done & (retries > 0)).then(pl.lit(Outcome.RETRIED))
+        .when(is_async & done).then(pl.lit(Outcome.SUCCESS))
+        .when(is_async).then(pl.lit(Outcome.UNKNOWN))
+        .when(ok2xx).then(pl.lit(Outcome.SUCCESS))
+        .otherwise(pl.lit(Outcome.UNKNOWN))
     )
     reason = (
         pl.when(status >= 500).then(pl.concat_str([pl.lit("HTTP "), status.cast(pl.String)]))
@@ -264,11 +264,11 @@ def classify_traces(tev: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
         _f_service=pl.when(status >= 500).then(api5.struct.field("service"))
         .otherwise(pl.col("_fail").struct.field("service")),
     )
-    failed = t.filter(pl.col("outcome") == "failed").select(
+    failed = t.filter(pl.col("outcome") == Outcome.FAILED).select(
         "trace_id", "instance_uuid", "_f_ts", "_f_span", "_f_service"
     )
     t = t.join(_root_causes(tev, failed), on="trace_id", how="left")
-    is_failed = pl.col("outcome") == "failed"
+    is_failed = pl.col("outcome") == Outcome.FAILED
     http_err = pl.concat_str([pl.lit("HTTP "), status.cast(pl.String), pl.lit(" on "), pl.col("_m"),
                               pl.lit(" "), pl.col("_norm")])
     root, fm = pl.col("_root"), pl.col("_fail")

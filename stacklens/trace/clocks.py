@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from stacklens.schema import conform
+from stacklens.schema import Columns, conform
 from stacklens.trace.skew import apply_offsets, causal_constraints, estimate_offsets
 
 __all__ = ["MAX_UNCERTAINTY_S", "correct_clocks"]
@@ -135,7 +135,7 @@ def _notes(offsets: pl.DataFrame, reference: str | None, cons: pl.DataFrame) -> 
     return pl.Series("note", out, dtype=pl.String)
 
 
-def _schema() -> dict[str, pl.DataType]:
+def _schema() -> Columns:
     from stacklens.schema import CLOCK_OFFSETS
 
     return CLOCK_OFFSETS

@@ -34,10 +34,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from stacklens.vocab import UUID
+
 __all__ = ["MARKERS", "Marker", "marker_frame", "marker_hits", "message_body"]
-
-_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-
 
 @dataclass(frozen=True)
 class Marker:
@@ -118,10 +117,10 @@ MARKERS: tuple[Marker, ...] = (
            _LV + " delete_instance_files"),
     # oslo_concurrency / nova lockutils: the instance lock (do_terminate_instance) and the
     # compute_resources lock of the resource tracker, waited for before the allocations go
-    Marker(r"^Lock \"(" + _UUID + r"|compute_resources)\" (acquired|released|\"released\")",
+    Marker(r"^Lock \"(" + UUID + r"|compute_resources)\" (acquired|released|\"released\")",
            _D, "work", "2015.1.0-31.0.0", "oslo_concurrency/lockutils.py"),
     Marker(r"(Semaphore / lock|Got semaphore / lock|Released file lock|Acquired file lock|"
-           r"Got semaphore) \"?(" + _UUID + r"|compute_resources)", _D, "work", "2013.2-2014.2",
+           r"Got semaphore) \"?(" + UUID + r"|compute_resources)", _D, "work", "2013.2-2014.2",
            "nova/openstack/common/lockutils.py"),
     # ---- server.action: live migration, resize / migrate, confirm ----------------------------
     Marker(r"^Migrating instance to \S+ finished successfully", _A, "done", "2013.2-31.0.0",

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from stacklens.vocab import RPC_SENDS
+
 __all__ = ["link_events"]
 
 _RECEIPTS = ("recv_call", "recv_cast", "reply_recv")
@@ -35,7 +37,7 @@ def link_events(events: pl.DataFrame) -> pl.DataFrame:
     ev = events.with_row_index("eid")
     # 3. receipts inherit the sender's request id
     senders = (
-        ev.filter(pl.col("rpc_kind").is_in(["call", "cast"]) & pl.col("request_id").is_not_null())
+        ev.filter(pl.col("rpc_kind").is_in(RPC_SENDS) & pl.col("request_id").is_not_null())
         .group_by("rpc_id")
         .agg(pl.col("request_id").first().alias("_sender_req"))
     )

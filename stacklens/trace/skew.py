@@ -32,12 +32,14 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from stacklens.schema import Columns
 from stacklens.trace.causal import http_callee_rows, http_caller_rows, origin_rows, schedule_rows
+from stacklens.vocab import RPC_SENDS, RpcKind, is_client
 
 __all__ = ["CONSTRAINTS", "SkewResult", "apply_offsets", "causal_constraints", "estimate_offsets"]
 
 #: One row per cross-host causal pair (see the module docstring for the meaning of lower_s).
-CONSTRAINTS: dict[str, pl.DataType] = {
+CONSTRAINTS: Columns = {
     "src_host": pl.String,  # host of the record that happened first
     "dst_host": pl.String,  # host of the record that happened after it
     "lower_s": pl.Float64,  # offset[dst] - offset[src] >= lower_s, seconds
@@ -48,7 +50,7 @@ CONSTRAINTS: dict[str, pl.DataType] = {
     "dst_ts_ns": pl.Int64,  # raw timestamp of the later record, on dst_host's clock
 }
 
-_SENDS = {"call": "rpc_call", "cast": "rpc_cast"}
+_SENDS = {k: f"rpc_{k}" for k in RPC_SENDS}  # call -> rpc_call, cast -> rpc_cast
 _KILO_SEND = r"^(?:MSG_ID|UNIQUE_ID) is [0-9a-f]{32}"
 _KILO_RECV_RID = r"^unpacked context: \{.*'request_id': u?'(req-[0-9a-f-]+)'"
 
@@ -83,7 +85,7 @@ def _rpc_rows(ev: pl.DataFrame, res: float) -> list[pl.DataFrame]:
     kind = pl.col("rpc_kind")
     out = []
     for send, recv, name in (
-        (["call", "cast"], ["recv_call", "recv_cast"], None),
+        (list(RPC_SENDS), [RpcKind.RECV_CALL.value, RpcKind.RECV_CAST.value], None),
         (["reply_send"], ["reply_recv"], "rpc_reply"),
     ):
         s = ev.filter(kind.is_in(send) & pl.col("rpc_id").is_not_null())
@@ -102,8 +104,7 @@ def _rpc_rows(ev: pl.DataFrame, res: float) -> list[pl.DataFrame]:
 
 def _http_rows(ev: pl.DataFrame, res: float) -> list[pl.DataFrame]:
     access = ev.filter(pl.col("http_status").is_not_null() & pl.col("request_id").is_not_null())
-    is_client = pl.col("logger").str.ends_with("rest_client").fill_null(False)
-    cli, srv = access.filter(is_client), access.filter(~is_client)
+    cli, srv = access.filter(is_client()), access.filter(~is_client())
     if not (cli.height and srv.height):
         return []
     dur = (pl.col("http_dur_s").fill_null(0.0) * 1e9).round().cast(pl.Int64)
@@ -126,7 +127,7 @@ def _context_rows(ev: pl.DataFrame, res: float) -> list[pl.DataFrame]:
     sends = ev.filter(
         pl.col("request_id").is_not_null()
         & (
-            pl.col("rpc_kind").is_in(["call", "cast", "reply_send"]).fill_null(False)
+            pl.col("rpc_kind").is_in([*RPC_SENDS, RpcKind.REPLY_SEND.value]).fill_null(False)
             | (oslo & msg.str.contains(_KILO_SEND).fill_null(False))
         )
     )
@@ -197,7 +198,7 @@ def causal_constraints(
         got = rule(ev, resolution_s)
         if got is not None and got.height:
             parts.append(got)
-    out = pl.concat([p.cast(CONSTRAINTS) for p in parts]) if parts else None
+    out = pl.concat([p.cast(pl.Schema(CONSTRAINTS)) for p in parts]) if parts else None
     if out is None or not out.height:
         return pl.DataFrame(schema=CONSTRAINTS)
     return out.filter(pl.col("lower_s") <= max_skew_s).sort("kind", "key", "src_host", "dst_host")
@@ -230,6 +231,8 @@ class SkewResult:
 
 
 Edge = tuple[int, int, float]  # (u, v, w): x_v - x_u <= w
+#: One host pair's rows: (src_host, dst_host, row ids, lower_s), tightest row first.
+PairRows = tuple[str, str, list[int], list[float]]
 
 
 def _negative_cycle(n: int, edges: list[Edge]) -> list[int] | None:
@@ -268,7 +271,7 @@ def _closure(n: int, edges: list[Edge]) -> list[list[float]]:
     return d
 
 
-def _graph(rows: pl.DataFrame, index: dict[str, int]) -> tuple[list[Edge], list[tuple]]:
+def _graph(rows: pl.DataFrame, index: dict[str, int]) -> tuple[list[Edge], list[PairRows]]:
     """Edges ``dst -> src`` of weight ``-lower_s`` (``x_src - x_dst <= -lower_s``), one per
     host pair (its tightest row); per edge: ``(src, dst, row ids, lower_s)``, tightest first."""
     pairs = (
@@ -281,7 +284,7 @@ def _graph(rows: pl.DataFrame, index: dict[str, int]) -> tuple[list[Edge], list[
     return [(index[d], index[s], -ls[0]) for s, d, _, ls in info], info
 
 
-def _cost(edge: tuple, excess: float) -> tuple:
+def _cost(edge: PairRows, excess: float) -> tuple[int, float, str, str]:
     """Sort key (smallest first) of a cycle edge ``(src, dst, row ids, lower_s)`` when the
     cycle's bounds overshoot by ``excess``: how many of its rows must go to close the cycle
     alone, then the larger gap to its next row, then names (deterministic, shift-invariant)."""
@@ -290,13 +293,15 @@ def _cost(edge: tuple, excess: float) -> tuple:
     return (need, -(ls[0] - ls[1]) if len(ls) > 1 else -math.inf, src, dst)
 
 
-def _break_cycles(rows: pl.DataFrame, hosts: list[str]) -> tuple[pl.DataFrame, list[dict]]:
+def _break_cycles(
+    rows: pl.DataFrame, hosts: list[str]
+) -> tuple[pl.DataFrame, list[dict[str, object]]]:
     """Drop rows until the system is feasible, one at a time (greedy; the minimum set is a
     maximum feasible subsystem, NP-hard in general). For each negative cycle, among its edges
     take the one that needs the fewest of its rows dropped to close the cycle on its own
     (the side with less evidence), and drop its tightest row."""
     index = {h: i for i, h in enumerate(hosts)}
-    dropped: list[dict] = []
+    dropped: list[dict[str, object]] = []
     while rows.height:
         edges, info = _graph(rows, index)
         cycle = _negative_cycle(len(hosts), edges)
@@ -342,11 +347,11 @@ def estimate_offsets(
         if kept.height
         else {}
     )
-    if reference is None and hosts:
-        reference = min(hosts, key=lambda h: (-count.get(h, 0), h))
     lo: list[float | None] = [None] * len(hosts)
     hi: list[float | None] = [None] * len(hosts)
     if hosts:
+        if reference is None:
+            reference = min(hosts, key=lambda h: (-count.get(h, 0), h))
         d = _closure(len(hosts), _graph(kept, {h: i for i, h in enumerate(hosts)})[0])
         r = hosts.index(reference)
         hi = [x if x < math.inf else None for x in d[r]]

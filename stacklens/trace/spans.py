@@ -48,13 +48,19 @@ from __future__ import annotations
 
 import polars as pl
 
+from stacklens.vocab import ERROR_LEVELS, RPC_SENDS, RpcKind, is_client
+
 __all__ = ["build_flows", "build_spans", "timed_events"]
 
 _COMPLETION = (
     pl.col("http_status").is_not_null()
-    | (pl.col("rpc_kind") == "reply_send")
+    | (pl.col("rpc_kind") == RpcKind.REPLY_SEND)
     | pl.col("took_what").str.starts_with("build instance")
 )
+
+#: A record of a named server logger. Not the negation of :func:`~stacklens.vocab.is_client`:
+#: a record without a logger is neither, and opens no access span nor answers an API call.
+_SERVER = pl.col("logger").is_not_null() & ~is_client()
 
 
 def _span_id() -> pl.Expr:
@@ -80,7 +86,13 @@ _STARTS = (
 )
 
 
-def _assign(group: list[str], kind: list, rpc: list, marker: list, access: list) -> list[int]:
+def _assign(
+    group: list[str],
+    kind: list[str | None],
+    rpc: list[str | None],
+    marker: list[bool],
+    access: list[bool],
+) -> list[int]:
     """Episode number of each row (rows sorted by key, then time); rules in the module
     docstring. ``group`` changes value where a new (process, local request) key starts."""
     out = [0] * len(group)
@@ -92,16 +104,16 @@ def _assign(group: list[str], kind: list, rpc: list, marker: list, access: list)
             prev_g, open_ = g, []
         k = kind[i]
         opened_here = False
-        if k in ("recv_call", "recv_cast"):
+        if k in (RpcKind.RECV_CALL, RpcKind.RECV_CAST):
             n_ep += 1
-            open_.append((n_ep, rpc[i] if k == "recv_call" else None))
+            open_.append((n_ep, rpc[i] if k == RpcKind.RECV_CALL else None))
         elif marker[i] or not open_:
             # a sequential start: episodes no reply can close end here
             open_ = [e for e in open_ if e[1] is not None]
             n_ep += 1
             open_.append((n_ep, None))
             opened_here = not marker[i]
-        if k == "reply_send":
+        if k == RpcKind.REPLY_SEND:
             hit = [j for j, e in enumerate(open_) if e[1] is not None and e[1] == rpc[i]]
             if not hit and opened_here:
                 out[i] = open_.pop()[0]  # a reply to a call not handled here: its own episode
@@ -124,7 +136,7 @@ def _episodes(ev: pl.DataFrame) -> pl.DataFrame:
     loc = pl.col("req_local") if "req_local" in ev.columns else pl.col("request_id")
     ev = ev.sort(*_PROC, "ts_ns", "eid").with_columns(_loc=loc)
     ev = ev.with_columns(_loc=pl.col("_loc").forward_fill().backward_fill().over(_PROC))
-    server_access = pl.col("http_status").is_not_null() & ~pl.col("logger").str.ends_with("rest_client")
+    server_access = pl.col("http_status").is_not_null() & _SERVER
     ev = ev.sort(*key, "ts_ns", "eid", nulls_last=True)
     cols = ev.select(
         _g=pl.concat_str([pl.col(c).cast(pl.String).fill_null("\x00") for c in key], separator="\x01"),
@@ -168,7 +180,7 @@ def build_spans(tev: pl.DataFrame, operation_of_span: pl.Expr) -> pl.DataFrame:
     """Spans from :func:`timed_events` output. ``operation_of_span`` is an aggregation
     expression naming each span's operation. Columns as :data:`stacklens.schema.SPANS` (parent
     filled by :func:`build_flows`)."""
-    is_err = pl.col("level").is_in(["ERROR", "CRITICAL"])
+    is_err = pl.col("level").is_in(ERROR_LEVELS)
     return (
         tev.group_by("span_id", maintain_order=True)
         .agg(
@@ -197,7 +209,8 @@ def build_flows(tev: pl.DataFrame, spans: pl.DataFrame) -> tuple[pl.DataFrame, p
     """Flows between spans and the spans with ``parent_span_id`` set.
 
     Returns ``(flows, spans)``; flows have :data:`stacklens.schema.FLOWS` columns."""
-    send = tev.filter(pl.col("rpc_kind").is_in(["call", "cast"])).select(
+    reply = RpcKind.REPLY_SEND
+    send = tev.filter(pl.col("rpc_kind").is_in(RPC_SENDS)).select(
         "trace_id",
         "rpc_id",
         pl.col("span_id").alias("src_span_id"),
@@ -207,19 +220,19 @@ def build_flows(tev: pl.DataFrame, spans: pl.DataFrame) -> tuple[pl.DataFrame, p
     )
     # the receiving span: a logged receipt, else the span that sent the reply
     recv = (
-        tev.filter(pl.col("rpc_kind").is_in(["recv_call", "recv_cast", "reply_send"]))
-        .sort(pl.col("rpc_kind") == "reply_send", "ts_ns")
+        tev.filter(pl.col("rpc_kind").is_in([RpcKind.RECV_CALL, RpcKind.RECV_CAST, reply]))
+        .sort(pl.col("rpc_kind") == reply, "ts_ns")
         .group_by("rpc_id", maintain_order=True)
         .agg(
             pl.col("span_id").first().alias("dst_span_id"),
-            pl.col("ts_ns").filter(pl.col("rpc_kind") != "reply_send").first().alias("recv_ns"),
+            pl.col("ts_ns").filter(pl.col("rpc_kind") != reply).first().alias("recv_ns"),
         )
     )
     rpc = send.join(recv, on="rpc_id", how="inner").filter(
         pl.col("src_span_id") != pl.col("dst_span_id")
     )
-    client = tev.filter(pl.col("logger").str.ends_with("rest_client") & pl.col("synthetic"))
-    api = tev.filter(~pl.col("logger").str.ends_with("rest_client") & pl.col("synthetic"))
+    client = tev.filter(is_client() & pl.col("synthetic"))
+    api = tev.filter(_SERVER & pl.col("synthetic"))
     http = (
         client.select("trace_id", pl.col("span_id").alias("src_span_id"), pl.col("ts_ns").alias("send_ns"))
         .sort("send_ns")
