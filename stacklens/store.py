@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import duckdb
 import polars as pl
@@ -40,7 +40,7 @@ RUN_FILES = ("tables", "stacklens.duckdb", "stacklens.duckdb.wal", "manifest.jso
 
 #: Parquet codec: zstd wrote as fast as lz4 and snappy here (0.7 s for 0.8 M events) at half
 #: their size.
-PARQUET_COMPRESSION = "zstd"
+PARQUET_COMPRESSION: Final = "zstd"
 
 #: Run-folder format: the manifest's (history in :mod:`stacklens.manifest`; tables unchanged).
 FORMAT_VERSION = MANIFEST_FORMAT_VERSION

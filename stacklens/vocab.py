@@ -11,7 +11,7 @@ neutron APIs), and some log lines write them without dashes (nova's ``instance_u
 traces), hence :data:`UUID_LOOSE`. Levels are Python logging's names plus oslo.log's ``AUDIT``
 (until Kilo) and ``TRACE`` (traceback lines before oslo.log 1.2.0). RPC kinds are what
 :mod:`stacklens.ingest.facts` reads from oslo.messaging's DEBUG lines (``CALL msg_id``,
-``CAST unique_id``, ``received message``, ``REPLY msg_id``). Outcomes are those of
+``CAST unique_id``, ``received message``, ``sending reply``, ``received reply``). Outcomes are those of
 :mod:`stacklens.trace.classify` (field-notes section 4).
 """
 
@@ -61,8 +61,9 @@ class RpcKind(StrEnum):
     CALL = "call"  # ``CALL msg_id: X exchange 'nova' topic 'conductor'``
     CAST = "cast"  # ``CAST unique_id: X ...``
     RECV_CALL = "recv_call"  # ``received message msg_id: X reply to reply_...``
-    RECV_CAST = "recv_cast"  # ``received message unique_id: X``
-    REPLY_SEND = "reply_send"  # ``REPLY msg_id: X reply queue: ...``
+    RECV_CAST = "recv_cast"  # ``received message with unique_id: X``
+    REPLY_SEND = "reply_send"  # ``sending reply msg_id: X reply queue: ...``
+    REPLY_RECV = "reply_recv"  # ``received reply msg_id: X``
 
 
 #: RPC kinds that send a message to another service.
