@@ -29,6 +29,7 @@ Format history (``format_version``; pyperf style, readers accept older versions)
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from typing import Any
 
 import duckdb
@@ -55,12 +56,15 @@ _FINDING_TABLES = ("events", "traces", "spans", "breakdown", "requests", "error_
 
 
 def _clean(v: Any) -> Any:
+    if isinstance(v, Decimal):  # DuckDB's type of decimal literals and their sums
+        v = float(v)
     return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
 def section_rows(con: duckdb.DuckDBPyConnection, section: Section | str) -> list[dict[str, Any]]:
-    """Run one section's SQL on ``con``: rows as dicts (column -> value; NaN and inf -> None),
-    before the section's placing in the report. ``section`` may be given by name."""
+    """Run one section's SQL on ``con``: rows as dicts (column -> value; decimals -> float; NaN and
+    inf -> None), before the section's placing in the report. ``section`` may be given by name.
+    Raises duckdb.Error when a table the SQL reads is missing."""
     if isinstance(section, str):
         section = next(s for s in SECTIONS if s.name == section)
     cur = con.execute(section.sql)
