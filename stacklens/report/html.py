@@ -19,6 +19,10 @@ defensively (a missing or malformed part renders as "none"):
   start_s, dur_s, status: ok|error|unknown, end_exact}]}``
 - ``ingest`` ``{files, files_skipped, lines, records, quarantined,
   stats[{file, kind, severity, count, detail}], quarantine_sample[{file, line_no, reason, raw}]}``
+- ``sections`` (format 2): the declared sections in report order; the page walks them
+  (:mod:`stacklens.report.walk`), drawing each key with its drawer in
+  :mod:`stacklens.report.html_sections`, or as a table from its declared columns. Without
+  ``sections`` the page uses its default order.
 
 Output: a single HTML document with plotly.js, CSS and JS inlined. It loads nothing over the
 network (a Content-Security-Policy in the page forbids it), so it opens offline from disk.
