@@ -75,6 +75,14 @@ def test_headline_figures_come_from_sql(devstack_run):
     assert ops <= {o["operation"] for o in heavy}
 
 
+def _rounded(x: object) -> object:
+    if isinstance(x, float):
+        return float(f"{x:.9g}")
+    if isinstance(x, dict):
+        return {k: _rounded(v) for k, v in x.items()}
+    return [_rounded(v) for v in x] if isinstance(x, list) else x
+
+
 def test_building_the_report_only_reads(devstack_run, tmp_path):
     store, report = devstack_run
     copy = RunStore(tmp_path / "run")
@@ -90,8 +98,9 @@ def test_building_the_report_only_reads(devstack_run, tmp_path):
     before = digest()
     again = build_report(copy)
     assert digest() == before
-    assert {k: v for k, v in again.items() if k != "waterfalls"} == {
-        k: v for k, v in report.items() if k != "waterfalls"}
+    assert again.keys() == report.keys()
+    for k in report:  # DuckDB sums in parallel: the last digits of a float may differ
+        assert _rounded(again[k]) == _rounded(report[k]), k
     (copy.tables_dir / "error_templates.parquet").unlink()
     with pytest.raises(StoreError, match="error_templates"):
         build_report(copy)

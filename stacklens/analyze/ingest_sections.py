@@ -46,7 +46,7 @@ INGEST_STATS = Section(
     "The 500 largest ingest_stats entries (format detections left out).",
     """
         SELECT file, kind, severity, "count", detail FROM ingest_stats
-        WHERE kind NOT IN ('format') ORDER BY severity DESC, "count" DESC LIMIT 500
+        WHERE kind NOT IN ('format') ORDER BY severity DESC, "count" DESC, file, kind, detail LIMIT 500
     """,
     (
         Column("file", "name", "input file"),

@@ -309,7 +309,7 @@ PHASES = Section(
                percentile_cont(0.50) WITHIN GROUP (ORDER BY dur_s) AS p50_s,
                percentile_cont(0.95) WITHIN GROUP (ORDER BY dur_s) AS p95_s,
                max(dur_s) AS max_s
-        FROM phases GROUP BY service, phase ORDER BY service, p50_s DESC
+        FROM phases GROUP BY service, phase ORDER BY service, p50_s DESC, phase
     """,
     (
         Column("service", "name", "service logging the phase"),
@@ -345,7 +345,7 @@ RPC = Section(
     f"""
         SELECT rpc_topic AS topic, rpc_kind AS kind, count(*) AS messages
         FROM events WHERE rpc_kind IN {_in(RPC_SENDS)}
-        GROUP BY 1, 2 ORDER BY messages DESC, topic LIMIT 30
+        GROUP BY 1, 2 ORDER BY messages DESC, topic, kind LIMIT 30
     """,
     (
         Column("topic", "name", "RPC topic"),
@@ -395,7 +395,7 @@ HOSTS = Section(
         SELECT e.host, e.service, e.events, e.errors, coalesce(s.spans, 0) AS spans,
                s.span_p50_s, s.span_p95_s
         FROM e LEFT JOIN s ON e.host = s.host AND e.service = s.service
-        ORDER BY e.host, e.events DESC
+        ORDER BY e.host, e.events DESC, e.service
     """,
     (
         Column("host", "name", "host"),
