@@ -297,7 +297,8 @@ def test_pipeline_on_synthetic_2025_1_storm(tmp_path):
     24 builds on 2 of 6 computes, then deletes that wait 12 s each on ``compute_resources``."""
     from synth_nova import Cloud, boot_success, delete_success, rid
 
-    from stacklens.analyze.run import analyze
+    from stacklens.analyze.build import build_report
+    from stacklens.analyze.mining import mine_store
     from stacklens.ingest.pipeline import ingest
     from stacklens.trace import build_traces
 
@@ -316,7 +317,8 @@ def test_pipeline_on_synthetic_2025_1_storm(tmp_path):
     store.write({"events": res.events, "ingest_stats": res.ingest_stats,
                  "quarantine": res.quarantine})
     store.write(build_traces(res.events))
-    report = analyze(store)
+    mine_store(store)
+    report = build_report(store)
     by_rule = {f["rule"]: f for f in report["findings"]}
     hc = by_rule["host_concentration"]
     assert hc["text"].startswith("2 of 6 compute hosts took all 24 builds (12/12) while 4 ")

@@ -47,7 +47,7 @@ def test_spark_matches_duckdb_on_real_logs(devstack_run):
     pytest.importorskip("pyspark", reason="PySpark not installed (pip install 'stacklens[spark]')")
     if not shutil.which("java"):
         pytest.skip("no Java runtime for Spark (apt install openjdk-17-jre-headless)")
-    from stacklens.analyze.run import _rows
+    from stacklens.analyze.build import section_rows
     from stacklens.analyze.spark import local_session, run_queries
 
     store, _ = devstack_run
@@ -57,7 +57,7 @@ def test_spark_matches_duckdb_on_real_logs(devstack_run):
     finally:
         spark.stop()
     with store.connect() as con:
-        want = {name: _rows(con, name) for name in QUERIES}
+        want = {name: section_rows(con, name) for name in QUERIES}
     for name in QUERIES:
         assert [list(r) for r in got[name]] == [list(r) for r in want[name]], f"{name}: columns differ"
         assert _same(_norm(got[name]), _norm(want[name])), f"{name}: values differ"

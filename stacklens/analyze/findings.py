@@ -23,6 +23,8 @@ from typing import Any
 
 import duckdb
 
+from stacklens.vocab import DONE_OUTCOMES, ERROR_LEVELS
+
 __all__ = ["RULES", "Rule", "findings"]
 
 Finding = dict[str, Any]
@@ -308,7 +310,7 @@ def failure_host(rows: list[dict[str, Any]]) -> Finding | None:
 # -- a component dominating the breakdown -----------------------------------------------------
 DOMINANT_COMPONENT_SQL = f"""
     WITH t AS (SELECT trace_id, operation, dur_s FROM traces
-               WHERE {_REQ} AND outcome IN ('success', 'retried')),
+               WHERE {_REQ} AND outcome IN {DONE_OUTCOMES!r}),
          op AS (SELECT operation, count(*) AS n, sum(dur_s) AS total_s FROM t
                 GROUP BY operation ORDER BY total_s DESC, operation LIMIT 1)
     SELECT op.operation, op.n, op.total_s, b.component, sum(b.dur_s) AS comp_s
@@ -367,11 +369,11 @@ def retries(rows: list[dict[str, Any]]) -> Finding | None:
 
 
 # -- RPC timeouts -----------------------------------------------------------------------------
-RPC_TIMEOUT_SQL = """
+RPC_TIMEOUT_SQL = f"""
     SELECT service, count(*) AS records, count(DISTINCT host) AS hosts,
            min(ts_ns) AS first_ns, max(ts_ns) AS last_ns
     FROM events
-    WHERE level IN ('ERROR', 'CRITICAL', 'WARNING')
+    WHERE level IN {(*ERROR_LEVELS, 'WARNING')!r}
       AND (message LIKE '%MessagingTimeout%' OR continuation LIKE '%MessagingTimeout%')
       AND message NOT LIKE 'Timed out waiting for nova-conductor%'
     GROUP BY service ORDER BY records DESC, service
@@ -558,9 +560,7 @@ RULES: tuple[Rule, ...] = (
 
 
 def _clean(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
+    return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
 def findings(con: duckdb.DuckDBPyConnection, present: set[str],

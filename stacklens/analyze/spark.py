@@ -1,7 +1,7 @@
 """The analyses on Apache Spark, over a run folder's Parquet tables.
 
-For runs whose tables outgrow one machine: the same query texts as :mod:`stacklens.analyze.queries`
-(transpiled by :func:`stacklens.analyze.sql.for_engine`) run on a SparkSession over
+For runs whose tables outgrow one machine: the same section SQL as the report
+(:data:`stacklens.analyze.queries.SECTIONS`, transpiled by :func:`stacklens.analyze.sql.for_engine`) run on a SparkSession over
 ``<run>/tables/*.parquet`` — a local folder, or any path Spark reads (``hdfs://``, ``s3a://``).
 PySpark is an optional dependency (``pip install 'stacklens[spark]'``) and needs a Java 17+
 runtime; on a cluster, submit a driver script that calls :func:`run_queries` with
@@ -15,15 +15,16 @@ import os
 import sys
 from typing import Any
 
-from stacklens.analyze.queries import QUERIES
+from stacklens.analyze.queries import QUERIES, SECTIONS
 from stacklens.analyze.sql import for_engine
 from stacklens.errors import UserError
 
 __all__ = ["TABLE_NAMES", "local_session", "run_queries"]
 
-#: Tables the analyses read (``error_templates`` is written by the analyze stage).
+#: Tables the analyses read (``templates`` and ``error_templates`` are written by the mining
+#: step, :func:`stacklens.analyze.mining.mine_store`; ``requests`` by ``stacklens run``).
 TABLE_NAMES = ("events", "ingest_stats", "quarantine", "spans", "flows", "traces", "breakdown",
-               "phases", "templates", "error_templates", "clock_offsets")
+               "phases", "templates", "error_templates", "clock_offsets", "requests")
 
 
 def local_session(cores: int = 2) -> Any:
@@ -56,10 +57,13 @@ def _clean(v: Any) -> Any:
 
 
 def run_queries(spark: Any, tables_dir: str, names: list[str] | None = None) -> dict[str, list[dict]]:
-    """Register each Parquet table under ``tables_dir`` as a view and run the analyses.
+    """Register each Parquet table under ``tables_dir`` as a view and run the sections' SQL.
 
-    Returns ``{query name: [row dicts]}`` with the same columns as the DuckDB run. Tables that
-    are absent are skipped (a query that needs one fails with Spark's AnalysisException)."""
+    ``names``: section names (default: every section that needs no client records). Returns
+    ``{section name: [row dicts]}`` with the same columns as the DuckDB run
+    (:func:`stacklens.analyze.build.section_rows`), to be placed in a report with
+    :meth:`stacklens.analyze.section.Section.shape`. Tables that are absent are skipped (a query
+    that needs one fails with Spark's AnalysisException)."""
     base = tables_dir.rstrip("/")
     for t in TABLE_NAMES:
         try:
@@ -68,7 +72,8 @@ def run_queries(spark: Any, tables_dir: str, names: list[str] | None = None) -> 
             if "PATH_NOT_FOUND" not in str(e) and "does not exist" not in str(e):
                 raise
     out: dict[str, list[dict]] = {}
+    sql = {s.name: s.sql for s in SECTIONS}
     for name in names or list(QUERIES):
-        rows = spark.sql(for_engine(QUERIES[name], "spark")).collect()
+        rows = spark.sql(for_engine(sql[name], "spark")).collect()
         out[name] = [{k: _clean(v) for k, v in r.asDict().items()} for r in rows]
     return out

@@ -1,16 +1,21 @@
-"""Terminal rendering of a report dict (see :mod:`stacklens.analyze.run`) with rich.
+"""Terminal rendering of a report dict (``report.json``, see :mod:`stacklens.analyze.build`) with
+rich, walking the sections the report declares (:mod:`stacklens.report.walk`).
 
 Pure: :func:`render_terminal` returns a list of rich renderables; the CLI prints them to stdout.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+
+from stacklens.report.walk import NUMERIC_UNITS, Decl, cells, sections_by_key
+from stacklens.vocab import OUTCOMES
 
 __all__ = ["render_terminal"]
 
@@ -79,15 +84,10 @@ def _findings(report: dict[str, Any]) -> Text | None:
     return t
 
 
-def render_terminal(report: dict[str, Any], *, top: int = 12) -> list[RenderableType]:
-    """Summary, operations, latency breakdown, root causes and ingest health as rich tables."""
+def _head(report: dict[str, Any], top: int) -> list[RenderableType]:
     s = report.get("summary", {})
     by = s.get("by_outcome", {})
     w = report.get("window", {})
-    ing = report.get("ingest", {})
-    out: list[RenderableType] = []
-    if (found := _findings(report)) is not None:
-        out.append(found)
     head = Text()
     head.append("stacklens ", style="bold")
     head.append(f"{w.get('start')} .. {w.get('end')} ({w.get('dur_s', 0):.0f} s)\n")
@@ -104,83 +104,173 @@ def render_terminal(report: dict[str, Any], *, top: int = 12) -> list[Renderable
         f"  retry rate {_pct(s.get('retry_rate'))}  throughput "
         f"{'-' if tp is None else f'{tp:.3f}'} req/s"
     )
-    out.append(head)
+    return [head]
+
+
+def _operations(report: dict[str, Any], top: int) -> list[RenderableType]:
     all_ops = report.get("operations", [])
     ops = all_ops[:top]
-    out.append(_table(
+    return [_table(
         "Operations (end-to-end seconds)",
         ["operation", "count", "ok", "retry", "fail", "4xx", "unkn", "p50", "p95", "p99"],
-        [[shorten(o["operation"], 22), o["count"], o["success"], o["retried"], o["failed"],
-          o["rejected"], o["unknown"], _s(o["p50_s"]), _s(o["p95_s"]), _s(o["p99_s"])]
+        [[shorten(o["operation"], 22), o["count"], *(o[k] for k in OUTCOMES),
+          _s(o["p50_s"]), _s(o["p95_s"]), _s(o["p99_s"])]
          for o in ops],
         set(range(1, 10)), more=len(all_ops) - len(ops), what="operations",
-    ))
-    comps = [c for c in report.get("components", []) if c["operation"] == "server.create"]
+    )]
+
+
+def _components(report: dict[str, Any], top: int) -> list[RenderableType]:
+    all_comps = report.get("components", [])
+    comps = [c for c in all_comps if c["operation"] == "server.create"]
+    ops = report.get("operations", [])
     if not comps and ops:
-        comps = [c for c in report.get("components", []) if c["operation"] == ops[0]["operation"]]
-    if comps:
-        out.append(_table(
-            f"Where the time goes: {comps[0]['operation']} (successful requests, seconds)",
-            ["component", "p50", "p95", "mean", "share"],
-            [[shorten(c["component"]), _s(c["p50_s"]), _s(c["p95_s"]), _s(c["mean_s"]),
-              _pct(c["share"])] for c in comps],
-            {1, 2, 3, 4},
-        ))
-    if report.get("phases"):
-        out.append(_table(
-            "nova-compute phases (seconds)", ["phase", "count", "p50", "p95", "max"],
-            [[p["phase"], p["count"], _s(p["p50_s"]), _s(p["p95_s"]), _s(p["max_s"])]
-             for p in report["phases"]],
-            {1, 2, 3, 4},
-        ))
+        comps = [c for c in all_comps if c["operation"] == ops[0]["operation"]]
+    if not comps:
+        return []
+    return [_table(
+        f"Where the time goes: {comps[0]['operation']} (successful requests, seconds)",
+        ["component", "p50", "p95", "mean", "share"],
+        [[shorten(c["component"]), _s(c["p50_s"]), _s(c["p95_s"]), _s(c["mean_s"]),
+          _pct(c["share"])] for c in comps],
+        {1, 2, 3, 4},
+    )]
+
+
+def _phases(report: dict[str, Any], top: int) -> list[RenderableType]:
+    if not report.get("phases"):
+        return []
+    return [_table(
+        "nova-compute phases (seconds)", ["phase", "count", "p50", "p95", "max"],
+        [[p["phase"], p["count"], _s(p["p50_s"]), _s(p["p95_s"]), _s(p["max_s"])]
+         for p in report["phases"]],
+        {1, 2, 3, 4},
+    )]
+
+
+def _errors(report: dict[str, Any], top: int) -> list[RenderableType]:
     all_errs = report.get("errors", [])
     errs = all_errs[:top]
-    out.append(_table(
+    return [_table(
         "Failed requests by root cause (first error in causal order)",
         ["component", "failed", "example request id", "error template"],
         [[shorten(e["component"], 20), e["failed_requests"], e["example_request_id"],
           e["template"][:160]] for e in errs] or [["-", 0, "-", "no failed requests"]],
         {1}, wrap={3}, more=len(all_errs) - len(errs), what="root causes",
-    ))
+    )]
+
+
+def _client(report: dict[str, Any], top: int) -> list[RenderableType]:
     cs = (report.get("client_server") or {}).get("summary")
-    if cs:
-        out.append(_table(
-            "Client view vs server view (run records joined to traces by request id)",
-            ["measure", "value"],
-            [["requests", cs["requests"]], ["found in traces", cs["found"]],
-             ["both ok", cs["both_ok"]], ["disagree", cs["disagree"]],
-             ["client create p50 (s)", _s(cs["client_create_p50_s"])],
-             ["server create p50 (s)", _s(cs["server_p50_s"])],
-             ["before server p50 (s)", _s(cs["before_server_p50_s"])],
-             ["polling delay p50 (s)", _s(cs["polling_delay_p50_s"])]]
-            + [[label, _s(cs[k])] for k, label in (
-                ("client_delete_p50_s", "client delete p50 (s)"),
-                ("server_delete_p50_s", "server delete p50 (s)")) if k in cs],
-            {1},
-        ))
+    if not cs:
+        return []
+    return [_table(
+        "Client view vs server view (run records joined to traces by request id)",
+        ["measure", "value"],
+        [["requests", cs["requests"]], ["found in traces", cs["found"]],
+         ["both ok", cs["both_ok"]], ["disagree", cs["disagree"]],
+         ["client create p50 (s)", _s(cs["client_create_p50_s"])],
+         ["server create p50 (s)", _s(cs["server_p50_s"])],
+         ["before server p50 (s)", _s(cs["before_server_p50_s"])],
+         ["polling delay p50 (s)", _s(cs["polling_delay_p50_s"])]]
+        + [[label, _s(cs[k])] for k, label in (
+            ("client_delete_p50_s", "client delete p50 (s)"),
+            ("server_delete_p50_s", "server delete p50 (s)")) if k in cs],
+        {1},
+    )]
+
+
+def _clocks(report: dict[str, Any], top: int) -> list[RenderableType]:
     clocks = report.get("clocks", [])
-    if clocks:
-        out.append(_table(
-            "Clock skew (seconds added to each host's clock; violations before -> after)",
-            ["day", "host", "status", "offset", "+-", "applied", "violations"],
-            [[c["day"], shorten(c["host"], 20), c["status"], _s(c["offset_s"]),
-              _s(c["uncertainty_s"]),
-              "yes" if c["applied"] else "no", f"{c['violations_before']} -> {c['violations_after']}"]
-             for c in clocks],
-            {3, 4},
-        ))
-        notes = [f"- {c['day']} {c['host']}: {c['note']}" for c in clocks
-                 if c.get("note") and not c.get("applied")]
-        if notes:
-            out.append(Text("\n".join(notes)))
+    if not clocks:
+        return []
+    out: list[RenderableType] = [_table(
+        "Clock skew (seconds added to each host's clock; violations before -> after)",
+        ["day", "host", "status", "offset", "+-", "applied", "violations"],
+        [[c["day"], shorten(c["host"], 20), c["status"], _s(c["offset_s"]),
+          _s(c["uncertainty_s"]),
+          "yes" if c["applied"] else "no", f"{c['violations_before']} -> {c['violations_after']}"]
+         for c in clocks],
+        {3, 4},
+    )]
+    notes = [f"- {c['day']} {c['host']}: {c['note']}" for c in clocks
+             if c.get("note") and not c.get("applied")]
+    if notes:
+        out.append(Text("\n".join(notes)))
+    return out
+
+
+def _ingest(report: dict[str, Any], top: int) -> list[RenderableType]:
+    ing = report.get("ingest", {})
     totals = ing.get("totals", [])
-    tbl = _table(
+    return [_table(
         f"Ingest: {ing.get('files', 0)} files read, {ing.get('files_skipped', 0)} skipped, "
         f"{ing.get('lines', 0)} lines, {ing.get('records', 0)} records, "
         f"{ing.get('quarantined', 0)} lines quarantined",
         ["kind", "severity", "count", "files"],
         [[shorten(t["kind"]), t["severity"], t["count"], t["files"]] for t in totals],
         {2, 3},
-    )
-    out.append(tbl)
+    )]
+
+
+def _cell(v: Any, unit: str) -> str:
+    if v is None:
+        return "-"
+    if unit == "s":
+        return _s(v)
+    if unit == "fraction":
+        return _pct(v)
+    if unit == "1/s":
+        return f"{v:.3f}"
+    if unit == "bool":
+        return "yes" if v else "no"
+    return shorten(str(v), 160) if unit == "text" else shorten(str(v))
+
+
+def _generic(report: dict[str, Any], decls: list[Decl], top: int) -> list[RenderableType]:
+    """Declared sections without code of their own: a table from the declared columns."""
+    out: list[RenderableType] = []
+    for d in decls:
+        if not d.get("terminal", True):
+            continue
+        data = report.get(d["key"])
+        if d["key"] != d["name"] and isinstance(data, dict):
+            data = data.get(d["name"], data)
+        cols, rows = cells(d, data)
+        if not rows:
+            continue
+        shown = rows[:top]
+        out.append(_table(
+            str(d.get("title") or d["name"]), [str(c.get("label") or c["name"]) for c in cols],
+            [[_cell(v, str(c.get("unit"))) for v, c in zip(r, cols, strict=True)] for r in shown],
+            {i for i, c in enumerate(cols) if c.get("unit") in NUMERIC_UNITS},
+            wrap={i for i, c in enumerate(cols) if c.get("unit") == "text"},
+            more=len(rows) - len(shown),
+        ))
+    return out
+
+
+#: The report keys the terminal draws with code of its own; other declared sections marked
+#: ``terminal`` are drawn as tables from their columns (:func:`_generic`).
+_DRAW: dict[str, Callable[[dict[str, Any], int], list[RenderableType]]] = {
+    "summary": _head, "components": _components, "operations": _operations, "errors": _errors,
+    "client_server": _client, "phases": _phases, "clocks": _clocks, "ingest": _ingest,
+}
+#: The order for reports that declare no sections (format 1).
+_DEFAULT = ("summary", "operations", "components", "phases", "errors", "client_server", "clocks",
+            "ingest")
+
+
+def render_terminal(report: dict[str, Any], *, top: int = 12) -> list[RenderableType]:
+    """Findings, then the report's sections in declared order (summary, latency breakdown,
+    operations, root causes, client view, phases, clock skew, ingest health, and any section
+    declared for the terminal) as rich renderables. Pure: the caller prints them."""
+    out: list[RenderableType] = []
+    if (found := _findings(report)) is not None:
+        out.append(found)
+    for key, decls in sections_by_key(report, _DEFAULT):
+        if decls and not any(d.get("terminal", True) for d in decls):
+            continue
+        draw = _DRAW.get(key)
+        out.extend(draw(report, top) if draw else _generic(report, decls, top))
     return out

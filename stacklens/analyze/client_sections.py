@@ -1,0 +1,105 @@
+"""Report sections over the client records of ``stacklens run`` (table ``requests``), joined to
+the server traces by the request id the client sent (global request id) or the one nova
+returned. Runs without client records have ``"client_server": null`` in the report.
+
+``before_server_s``: client submit to the first server record (connection pool, network,
+nova-api queue); ``polling_delay_s``: server completion to ACTIVE seen by the client. Deletes:
+the client's ``delete_s`` (DELETE issued to DELETED/404 seen) beside the server's (to the last
+delete-work record: nova saves the instance DELETED, which is what the client sees, before the
+resource tracker and placement cleanup that ends the server-side delete).
+"""
+
+from __future__ import annotations
+
+from stacklens.analyze.section import Column, Section
+from stacklens.vocab import DONE_OUTCOMES
+
+__all__ = ["CLIENT_SECTIONS"]
+
+_DONE = "(" + ", ".join(f"'{o}'" for o in DONE_OUTCOMES) + ")"
+
+_CLIENT_JOIN = """
+    WITH r AS (SELECT * FROM requests WHERE create_http_status IS NOT NULL),
+         j AS (
+           SELECT r.name, r.server_id, r.outcome AS client_outcome, r.api_s, r.create_s,
+                  r.submit_ns, r.active_ns,
+                  coalesce(g.trace_id, q.trace_id) AS trace_id,
+                  coalesce(g.outcome, q.outcome) AS server_outcome,
+                  coalesce(g.dur_s, q.dur_s) AS server_dur_s,
+                  coalesce(g.start_ns, q.start_ns) AS t_start_ns,
+                  coalesce(g.end_ns, q.end_ns) AS t_end_ns,
+                  coalesce(g.end_exact, q.end_exact) AS t_end_exact,
+                  r.delete_s, coalesce(gd.dur_s, qd.dur_s) AS server_delete_s
+           FROM r
+           LEFT JOIN traces g ON g.trace_id = r.global_request_id
+           LEFT JOIN traces q ON q.trace_id = r.request_id
+           LEFT JOIN traces gd ON gd.trace_id = r.delete_global_request_id
+           LEFT JOIN traces qd ON qd.trace_id = r.delete_request_id)
+"""
+
+CLIENT_SUMMARY = Section(
+    "client_server_summary", "Client view vs server view (run records joined to traces by request id)",
+    "The driver's requests beside the server traces (one row).",
+    _CLIENT_JOIN + f"""
+        SELECT count(*) AS requests,
+               sum(CASE WHEN trace_id IS NOT NULL THEN 1 ELSE 0 END) AS found,
+               sum(CASE WHEN client_outcome = 'ok' AND server_outcome IN {_DONE}
+                        THEN 1 ELSE 0 END) AS both_ok,
+               sum(CASE WHEN trace_id IS NOT NULL AND (client_outcome = 'ok') <>
+                        (server_outcome IN {_DONE}) THEN 1 ELSE 0 END) AS disagree,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY create_s) AS client_create_p50_s,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY server_dur_s) AS server_p50_s,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY (t_start_ns - submit_ns) / 1e9)
+                 AS before_server_p50_s,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY CASE WHEN t_end_exact
+                 THEN (active_ns - t_end_ns) / 1e9 END) AS polling_delay_p50_s,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY delete_s) AS client_delete_p50_s,
+               percentile_cont(0.50) WITHIN GROUP (ORDER BY server_delete_s)
+                 AS server_delete_p50_s
+        FROM j
+    """,
+    (
+        Column("requests", "count", "create requests the driver issued with an HTTP answer"),
+        Column("found", "count", "of them, found in the server traces", "found in traces"),
+        Column("both_ok", "count", "client ok and server success or retried", "both ok"),
+        Column("disagree", "count", "found, and client and server disagree on success"),
+        Column("client_create_p50_s", "s", "median create time seen by the client"),
+        Column("server_p50_s", "s", "median server-side create time"),
+        Column("before_server_p50_s", "s", "median submit to first server record"),
+        Column("polling_delay_p50_s", "s", "median server completion to ACTIVE seen"),
+        Column("client_delete_p50_s", "s", "median delete time seen by the client"),
+        Column("server_delete_p50_s", "s", "median server-side delete time"),
+    ),
+    needs=("requests",), key="client_server",
+    place=lambda rows: {"client_server": {"summary": rows[0]}},
+    absent={"client_server": None},
+)
+
+CLIENT_ROWS = Section(
+    "client_server", "Client view vs server view",
+    "Each create request (the 500 slowest) with its client and server outcome and times.",
+    _CLIENT_JOIN + """
+        SELECT name, server_id, trace_id, client_outcome, server_outcome, api_s, create_s,
+               server_dur_s, (t_start_ns - submit_ns) / 1e9 AS before_server_s,
+               CASE WHEN t_end_exact THEN (active_ns - t_end_ns) / 1e9 END AS polling_delay_s
+        FROM j ORDER BY create_s DESC NULLS LAST, name LIMIT 500
+    """,
+    (
+        Column("name", "name", "server name the driver gave", "server"),
+        Column("server_id", "id", "server id nova returned"),
+        Column("trace_id", "id", "the server trace found", "trace"),
+        Column("client_outcome", "name", "the driver's outcome", "client"),
+        Column("server_outcome", "name", "the trace's outcome", "server outcome"),
+        Column("api_s", "s", "the POST's response time", "api"),
+        Column("create_s", "s", "POST to ACTIVE seen by the client", "create"),
+        Column("server_dur_s", "s", "server-side create time", "server"),
+        Column("before_server_s", "s", "submit to the first server record", "before server"),
+        Column("polling_delay_s", "s", "server completion to ACTIVE seen", "polling delay"),
+    ),
+    needs=("requests",),
+    place=lambda rows: {"client_server": {"rows": rows}},
+    absent={"client_server": None},
+)
+
+#: The client-view sections, in report order.
+CLIENT_SECTIONS = (CLIENT_SUMMARY, CLIENT_ROWS)
