@@ -10,22 +10,26 @@ replayed alone (vegeta's ``attack | encode | report``):
 >>> ingest_step(store, ["logs/"]); trace_step(store)          # doctest: +SKIP
 >>> report = report_step(store)                               # doctest: +SKIP
 
-``stacklens analyze`` is :func:`analyze_logs`; ``stacklens run`` drives the load
-(:mod:`stacklens.drive`) and then runs :func:`analyze_logs` with the run's window.
+Steps: :func:`ingest_step` (logs -> events), :func:`trace_step` (events -> traces, spans, flows,
+breakdown, phases, clock offsets), :func:`mine_step` (error templates), :func:`report_step`
+(tables -> report.json, report.html; reads only). ``stacklens analyze`` is :func:`analyze_logs`;
+``stacklens run`` drives the load (:mod:`stacklens.drive`) and then runs the same steps with
+the run's window.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stacklens.analyze.run import analyze as build_report
+from stacklens.analyze.build import build_report
+from stacklens.analyze.mining import mine_store
 from stacklens.ingest.names import NameMap
 from stacklens.ingest.pipeline import ingest
 from stacklens.manifest import IngestSection, ReportSection, TraceSection
 from stacklens.report.html import render_html
+from stacklens.report.json_out import render_json
 from stacklens.store import RunStore
 from stacklens.trace import build_traces
 
@@ -35,6 +39,7 @@ __all__ = [
     "StageProgress",
     "analyze_logs",
     "ingest_step",
+    "mine_step",
     "report_step",
     "trace_step",
 ]
@@ -135,12 +140,23 @@ def trace_step(store: RunStore, on_progress: OnProgress | None = None) -> TraceS
     return section
 
 
+def mine_step(store: RunStore) -> int:
+    """Mine error templates (Drain3) over the store's ERROR/CRITICAL records and failed
+    traces: writes ``templates`` and ``error_templates``; returns the number of templates.
+    Raises :class:`~stacklens.errors.StoreError` before trace."""
+    tables = mine_store(store)
+    return int(tables["templates"].height)
+
+
 def report_step(store: RunStore, html: bool = True) -> dict[str, Any]:
-    """Run the analyses over a traced store and write ``report.json`` (and the self-contained
-    ``report.html``) into the run folder; returns the report dict (keys in
-    :mod:`stacklens.analyze.run`). Raises :class:`~stacklens.errors.StoreError` before trace."""
+    """Run the declared report sections over a traced, mined store and write ``report.json``
+    (and the self-contained ``report.html``) into the run folder; returns the report dict
+    (:mod:`stacklens.analyze.build`). A run folder from before template mining was its own
+    step gets it here first. Raises :class:`~stacklens.errors.StoreError` before trace."""
+    if not store.has("error_templates"):
+        mine_step(store)
     report = build_report(store)
-    files = {"report.json": json.dumps(report, indent=2, default=str)}
+    files = {"report.json": render_json(report)}
     if html:
         files["report.html"] = render_html(report)
     for name, text in files.items():
@@ -154,8 +170,9 @@ def report_step(store: RunStore, html: bool = True) -> dict[str, Any]:
 def analyze_logs(store: RunStore, paths: Sequence[str], opts: IngestOptions | None = None,
                  on_progress: OnProgress | None = None, html: bool = True,
                  ) -> tuple[IngestSection, TraceSection, dict[str, Any]]:
-    """:func:`ingest_step`, :func:`trace_step` and :func:`report_step` in one go; returns the
-    two sections and the report."""
+    """:func:`ingest_step`, :func:`trace_step`, :func:`mine_step` and :func:`report_step` in
+    one go; returns the two sections and the report."""
     ing = ingest_step(store, paths, opts, on_progress)
     tr = trace_step(store, on_progress)
+    mine_step(store)
     return ing, tr, report_step(store, html=html)

@@ -22,7 +22,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["UNITS", "Column", "Section", "iso"]
+__all__ = [
+    "Column",
+    "Section",
+    "UNITS",
+    "iso",
+]
 
 #: The units a column may declare (see the module docstring).
 UNITS = ("s", "ns", "count", "fraction", "1/s", "iso8601", "bool", "text", "name", "id")

@@ -4,7 +4,6 @@ themselves run in :mod:`stacklens.pipeline`; this module only shows what they re
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from stacklens.manifest import IngestSection, TraceSection
 from stacklens.pipeline import OnProgress, StageProgress
+from stacklens.report.json_out import render_json
 from stacklens.report.terminal import render_terminal
 
 __all__ = [
@@ -88,7 +88,7 @@ def print_trace(s: TraceSection) -> None:
 def print_report(report: dict[str, Any], run: Path, as_json: bool) -> None:
     """The report as JSON on stdout, or the terminal summary (and where the HTML is)."""
     if as_json:
-        sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
+        sys.stdout.write(render_json(report) + "\n")
         return
     con = Console()
     for r in render_terminal(report):

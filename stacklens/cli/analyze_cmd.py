@@ -9,7 +9,7 @@ import typer
 from stacklens.cli._render import FORCE, print_ingest, print_report, print_trace, stage_progress
 from stacklens.cli.ingest_cmd import HOST_MAP, OUT, PATHS, SERVICE_MAP, TZ, TZ_ZONE, WORKERS
 from stacklens.errors import InputNotFound
-from stacklens.pipeline import IngestOptions, ingest_step, report_step, trace_step
+from stacklens.pipeline import IngestOptions, ingest_step, mine_step, report_step, trace_step
 from stacklens.store import RunStore
 
 
@@ -37,6 +37,7 @@ def analyze(
     if not as_json:
         print_ingest(ing)
     tr = trace_step(store)
+    mine_step(store)
     if not as_json:
         print_trace(tr)
     print_report(report_step(store), out, as_json)

@@ -33,7 +33,7 @@ from stacklens.drive.plan import Plan
 from stacklens.drive.scenario import load_scenario
 from stacklens.drive.session import RunResult, finalize_records, run_scenario
 from stacklens.errors import SlaBreach
-from stacklens.pipeline import IngestOptions, ingest_step, report_step, trace_step
+from stacklens.pipeline import IngestOptions, ingest_step, mine_step, report_step, trace_step
 from stacklens.store import RunStore
 
 err = Console(stderr=True)
@@ -82,6 +82,7 @@ def _server_view(out: Path, sources: list[str], res: RunResult, quiet: bool) -> 
     if not quiet:
         print_ingest(ing)
     tr = trace_step(store)
+    mine_step(store)
     if not quiet:
         print_trace(tr)
     report = report_step(store)

@@ -7,10 +7,12 @@ from pathlib import Path
 import typer
 
 from stacklens.cli._render import print_trace
-from stacklens.pipeline import trace_step
+from stacklens.pipeline import mine_step, trace_step
 from stacklens.store import RunStore
 
 
 def trace(run: Path = typer.Argument(..., help="Run folder written by stacklens ingest.")) -> None:
     """Rebuild every request across services from the run's events."""
-    print_trace(trace_step(RunStore(run)))
+    store = RunStore(run)
+    print_trace(trace_step(store))
+    mine_step(store)

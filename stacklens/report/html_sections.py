@@ -30,7 +30,13 @@ from stacklens.report.html_page import OUTCOME_COLORS
 from stacklens.report.walk import NUMERIC_UNITS, Decl, cells
 from stacklens.vocab import OUTCOMES
 
-__all__ = ["DEFAULT_KEYS", "DRAW", "generic", "header", "findings"]
+__all__ = [
+    "DEFAULT_KEYS",
+    "DRAW",
+    "findings",
+    "generic",
+    "header",
+]
 
 def header(r: dict) -> str:
     w = _dict(r.get("window"))

@@ -14,7 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["NUMERIC_UNITS", "Decl", "cells", "sections_by_key"]
+__all__ = [
+    "Decl",
+    "NUMERIC_UNITS",
+    "cells",
+    "sections_by_key",
+]
 
 #: Units whose values are numbers (right-aligned, formatted per unit).
 NUMERIC_UNITS = ("s", "count", "fraction", "1/s")
