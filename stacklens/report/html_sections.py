@@ -39,6 +39,8 @@ __all__ = [
 ]
 
 def header(r: dict) -> str:
+    """The page header: inputs (folded list), time window and its duration, stacklens and
+    report format versions, as escaped HTML."""
     w = _dict(r.get("window"))
     inputs = [str(p) for p in r.get("inputs") or [] if p is not None] if isinstance(r.get("inputs"), list) else []
     if inputs:
