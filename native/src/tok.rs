@@ -18,32 +18,45 @@ use rayon::prelude::*;
 use regex::Regex;
 
 use crate::arrow::{fields, Column, Fields, PrimCol, StrCol};
+use crate::rules::{self, has_binary, instance_uuid, split_n};
 use crate::ts;
 
+/// Which parser gives a record's time (the format's `timestamp`, pattern key `ts`).
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Fmt {
+pub enum TsKind {
+    /// the oslo timestamp
     Oslo,
-    Prefixed,
-    Merged,
+    /// the oslo timestamp, or (after the placeholder) the syslog date in the file's year
     Syslog,
 }
 
 /// The oslo header (named groups made non-capturing) and TRACE rule the ASCII fast path
 /// implements; any other pattern disables the fast path.
-const OSLO_HEADER: &str = r"^(?:\d{4}-\d{2}-\d{2}) (?:\d{2}:\d{2}:\d{2}(?:[.,]\d+)?) (?:(?:\d+) )?(?:[A-Z]{4,8}) (?:[A-Za-z_][\w.\-]*)(?: \[(?:[^\]]*)\])?(?: |$)";
-const OSLO_TRACE: &str = r"^\S+ \S+ (?:\d+ )?TRACE ";
+pub const OSLO_HEADER: &str = r"^(?:\d{4}-\d{2}-\d{2}) (?:\d{2}:\d{2}:\d{2}(?:[.,]\d+)?) (?:(?:\d+) )?(?:[A-Z]{4,8}) (?:[A-Za-z_][\w.\-]*)(?: \[(?:[^\]]*)\])?(?: |$)";
+pub const OSLO_TRACE: &str = r"^\S+ \S+ (?:\d+ )?TRACE ";
 /// The secret pattern of `redact.py` that `Rx::redact_windowed` is proven for (its alternatives
 /// and their first characters are listed there).
 const SECRET: &str = r#"(?i:((?:x-auth-token|x-subject-token|x-service-token|password|passwd|admin_pass(?:word)?|secret|auth_token|token_id|\btoken)"\s*:\s*"))[^"]+|(?i:((?:x-auth-token|x-subject-token|x-service-token|password|passwd|admin_pass(?:word)?|secret|auth_token|token_id|\btoken)'\s*:\s*'))[^']+|(?i:((?:x-auth-token|x-subject-token|x-service-token|password|passwd|admin_pass(?:word)?|secret|auth_token|token_id|\btoken)['\"]?\s*[:=]\s*['\"]?))[^'\"\s,;&}{)<>*][^'\"\s,;&})]*|("token":\s*\{[^{}]*?"id":\s*")[^"]+|gAAAAA[A-Za-z0-9_\-=]{20,}|\bMII[A-Za-z0-9+/=\-]{60,}|((?:://|,)[^\s:/@,]+:)[^\s@/,]+(@)"#;
 /// The cheap pre-filter of `redact.py`; its hits double as the anchors of `redact_windowed`.
 const CHEAP: &str = r"[Tt][Oo][Kk][Ee][Nn]|[Pp][Aa][Ss][Ss]|[Ss][Ee][Cc][Rr][Ee][Tt]|gAAAAA|MII|://";
 /// The devstack DEBUG suffix `debug_suffix_start` implements.
-const DEBUG_SUFFIX: &str = r"(?:\s*\{\{\(pid=\d+\) [^}]*\}\}|\s\S+ /\S+\.py:\d+)$";
+pub const DEBUG_SUFFIX: &str = r"(?:\s*\{\{\(pid=\d+\) [^}]*\}\}|\s\S+ /\S+\.py:\d+)$";
 
-/// Compiled patterns and limits for one format.
+/// Compiled patterns and limits for one format. Nothing here names a format: every
+/// format-specific rule arrives as a pattern (see `tokenize.native_patterns`).
 pub struct Rx {
-    fmt: Fmt,
+    ts_kind: TsKind,
+    /// `fields.TS_YEARS`
+    years: (i64, i64),
     fast_oslo: bool,
+    fast_binary: bool,
+    fast_instance: bool,
+    binary: Regex,
+    instance: Regex,
+    /// `fields.INSTANCE_TAG`: a `[...]` after the logger starting so is the message's, not a context
+    instance_tag: String,
+    /// `fields.SHELL_PREFIX`
+    shell_prefix: String,
     fast_debug: bool,
     header: Regex,
     trace: Regex,
@@ -54,16 +67,18 @@ pub struct Rx {
     /// the secret pattern for anchored searches, when the patterns are `CHEAP` and `SECRET`
     windowed: Option<regex_automata::meta::Regex>,
     replacement: String,
-    prog: Option<Regex>,
+    /// the prefix's extract rules (`x_svc`, `x_host`, `x_spid`, `x_sysdate`; group 1)
+    x_svc: Option<Regex>,
+    x_host: Option<Regex>,
+    x_spid: Option<Regex>,
+    x_sysdate: Option<Regex>,
+    /// the prefix strip rule: first match replaced by `core_rep`
     core: Option<Regex>,
     core_rep: String,
-    alias: Option<Regex>,
-    sysdate: Option<Regex>,
-    host: Option<Regex>,
-    spid: Option<Regex>,
+    /// with `placeholder`: put in front of a core that does not match `oslo_date`
     oslo_date: Option<Regex>,
-    placeholder: String,
-    /// os-log-merger entries of other programs (`tokenize._MRG_OTHER`)
+    placeholder: Option<String>,
+    /// entries of other programs (the format's `other`: os-log-merger)
     other: Option<Regex>,
     tb_line: Regex,
     tb_start: Regex,
@@ -88,32 +103,34 @@ fn opt_rx(p: &HashMap<String, String>, key: &str) -> Result<Option<Regex>, Strin
 
 impl Rx {
     pub fn new(fmt: &str, p: &HashMap<String, String>, max_line: usize, max_raw: usize) -> Result<Rx, String> {
-        let fmt = match fmt {
-            "oslo" => Fmt::Oslo,
-            "oslo_prefixed" => Fmt::Prefixed,
-            "oslo_merged" => Fmt::Merged,
-            "syslog" => Fmt::Syslog,
-            other => return Err(format!("unknown format {other:?}")),
-        };
-        let need = |keys: &[&str]| -> Result<(), String> {
-            keys.iter().try_for_each(|k| {
-                if p.contains_key(*k) {
-                    Ok(())
-                } else {
-                    Err(format!("pattern {k:?} missing"))
-                }
-            })
-        };
-        match fmt {
-            Fmt::Oslo => {}
-            Fmt::Prefixed => need(&["prog", "core"])?,
-            Fmt::Merged => need(&["alias", "core", "core_rep"])?,
-            Fmt::Syslog => need(&["sysdate", "host", "prog", "spid", "core", "oslo_date", "placeholder"])?,
-        }
         let s = |k: &str| p.get(k).cloned().unwrap_or_default();
+        let ts_kind = match s("ts").as_str() {
+            "oslo" => TsKind::Oslo,
+            "syslog" => TsKind::Syslog,
+            other => return Err(format!("format {fmt:?}: timestamp kind {other:?} is not supported")),
+        };
+        let year = |k: &str| -> Result<i64, String> {
+            s(k).parse::<i64>().map_err(|e| format!("pattern {k:?}: {e}"))
+        };
+        if p.contains_key("placeholder") != p.contains_key("oslo_date") {
+            return Err("patterns \"placeholder\" and \"oslo_date\" go together".into());
+        }
+        if p.contains_key("core_rep") && !p.contains_key("core") {
+            return Err("pattern \"core_rep\" without \"core\"".into());
+        }
+        if ts_kind == TsKind::Syslog && !(p.contains_key("x_sysdate") && p.contains_key("placeholder")) {
+            return Err("syslog timestamps need patterns \"x_sysdate\" and \"placeholder\"".into());
+        }
         Ok(Rx {
-            fmt,
-            fast_oslo: fmt == Fmt::Oslo && s("header") == OSLO_HEADER && s("trace") == OSLO_TRACE,
+            ts_kind,
+            years: (year("ts_year_min")?, year("ts_year_max")?),
+            fast_oslo: s("header") == OSLO_HEADER && s("trace") == OSLO_TRACE,
+            fast_binary: s("binary") == rules::BINARY,
+            fast_instance: s("instance") == rules::INSTANCE,
+            binary: rx(p, "binary")?,
+            instance: rx(p, "instance")?,
+            instance_tag: p.get("instance_tag").cloned().ok_or("pattern \"instance_tag\" missing")?,
+            shell_prefix: p.get("shell_prefix").cloned().ok_or("pattern \"shell_prefix\" missing")?,
             fast_debug: s("debug_suffix") == DEBUG_SUFFIX,
             header: rx(p, "header")?,
             trace: rx(p, "trace")?,
@@ -130,15 +147,14 @@ impl Rx {
                 .get("redact_replacement")
                 .cloned()
                 .ok_or("pattern \"redact_replacement\" missing")?,
-            prog: opt_rx(p, "prog")?,
+            x_svc: opt_rx(p, "x_svc")?,
+            x_host: opt_rx(p, "x_host")?,
+            x_spid: opt_rx(p, "x_spid")?,
+            x_sysdate: opt_rx(p, "x_sysdate")?,
             core: opt_rx(p, "core")?,
             core_rep: s("core_rep"),
-            alias: opt_rx(p, "alias")?,
-            sysdate: opt_rx(p, "sysdate")?,
-            host: opt_rx(p, "host")?,
-            spid: opt_rx(p, "spid")?,
             oslo_date: opt_rx(p, "oslo_date")?,
-            placeholder: s("placeholder"),
+            placeholder: p.get("placeholder").cloned(),
             other: opt_rx(p, "other")?,
             tb_line: rx(p, "tb_line")?,
             tb_start: rx(p, "tb_start")?,
@@ -200,36 +216,6 @@ fn trunc_chars(s: &str, n: usize) -> &str {
     }
 }
 
-/// The `_BINARY` class `[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]`.
-#[inline]
-fn has_binary(b: &[u8]) -> bool {
-    #[inline]
-    fn bad(c: u8) -> bool {
-        (c < 0x20 && !matches!(c, 0x09..=0x0d | 0x1b)) || c == 0x7f
-    }
-    let mut chunks = b.chunks_exact(32);
-    for ch in &mut chunks {
-        if ch.iter().fold(false, |a, &c| a | bad(c)) {
-            return true;
-        }
-    }
-    chunks.remainder().iter().any(|&c| bad(c))
-}
-
-/// `^\[instance: (<uuid>)\]` -> the uuid.
-fn instance_uuid(m: &str) -> Option<&str> {
-    let b = m.as_bytes();
-    if b.len() < 48 || !b.starts_with(b"[instance: ") || b[47] != b']' {
-        return None;
-    }
-    let u = &b[11..47];
-    let ok = u.iter().enumerate().all(|(i, &c)| match i {
-        8 | 13 | 18 | 23 => c == b'-',
-        _ => c.is_ascii_digit() || (b'a'..=b'f').contains(&c),
-    });
-    ok.then(|| &m[11..47])
-}
-
 /// `cast(pl.Int32, strict=False)` of a string.
 fn cast_i32(s: &str) -> Option<i32> {
     let b = s.as_bytes();
@@ -250,21 +236,6 @@ fn cast_i32(s: &str) -> Option<i32> {
     }
     let v = if neg { -v } else { v };
     i32::try_from(v).ok()
-}
-
-/// `_field`: "-", "None" and "" become null.
-#[inline]
-fn field(v: Option<&str>) -> Option<&str> {
-    v.filter(|s| !matches!(*s, "-" | "None" | ""))
-}
-
-/// The first `N` pieces of `s` split on ' ' (`str.split_exact(" ", N - 1)`).
-fn split_n<const N: usize>(s: &str) -> [Option<&str>; N] {
-    let mut out = [None; N];
-    for (slot, piece) in out.iter_mut().zip(s.split(' ')) {
-        *slot = Some(piece);
-    }
-    out
 }
 
 /// Does `b` hold U+212A (KELVIN SIGN) or U+017F (LONG S), which `(?i)` matches as k / s?
@@ -625,6 +596,22 @@ impl Rx {
         }
     }
 
+    fn has_binary(&self, s: &str) -> bool {
+        if self.fast_binary {
+            has_binary(s.as_bytes())
+        } else {
+            self.binary.is_match(s)
+        }
+    }
+
+    fn instance_uuid<'a>(&self, m: &'a str) -> Option<&'a str> {
+        if self.fast_instance {
+            instance_uuid(m)
+        } else {
+            self.instance.captures(m).and_then(|c| c.get(1)).map(|g| g.as_str())
+        }
+    }
+
     fn has_pid(&self, f: &str) -> bool {
         if f.is_ascii() {
             !f.is_empty() && f.bytes().all(|c| c.is_ascii_digit())
@@ -656,30 +643,16 @@ impl Rx {
                 .and_then(|c| c.get(1))
                 .map(|m| m.as_str())
         };
-        let (mut svc, mut host, mut spid, mut sysdate) = (None, None, None, None);
-        let core: Cow<str> = match self.fmt {
-            Fmt::Oslo => Cow::Borrowed(line),
-            Fmt::Prefixed => {
-                svc = cap1(&self.prog);
-                self.core.as_ref().unwrap().replacen(line, 1, "")
-            }
-            Fmt::Merged => {
-                svc = cap1(&self.alias);
-                self.core.as_ref().unwrap().replacen(line, 1, self.core_rep.as_str())
-            }
-            Fmt::Syslog => {
-                sysdate = cap1(&self.sysdate);
-                host = cap1(&self.host);
-                svc = cap1(&self.prog);
-                spid = cap1(&self.spid);
-                let rest = self.core.as_ref().unwrap().replacen(line, 1, "");
-                if self.oslo_date.as_ref().unwrap().is_match(&rest) {
-                    rest
-                } else {
-                    Cow::Owned(format!("{}{}", self.placeholder, rest))
-                }
-            }
+        let (svc, host, spid, sysdate) = (cap1(&self.x_svc), cap1(&self.x_host), cap1(&self.x_spid), cap1(&self.x_sysdate));
+        let mut core: Cow<str> = match &self.core {
+            None => Cow::Borrowed(line),
+            Some(c) => c.replacen(line, 1, self.core_rep.as_str()),
         };
+        if let (Some(ph), Some(od)) = (&self.placeholder, &self.oslo_date) {
+            if !od.is_match(&core) {
+                core = Cow::Owned(format!("{ph}{core}"));
+            }
+        }
         let core: &str = &core;
         let f = split_n::<5>(core);
         let has_pid = f[2].map(|v| self.has_pid(v));
@@ -693,10 +666,11 @@ impl Rx {
         // timestamp first: a record without one goes to quarantine whole
         let ts = match (f[0], f[1]) {
             (Some(d), Some(t)) => {
-                if self.fmt == Fmt::Syslog && d.starts_with("0000") {
-                    sysdate.and_then(|s| ts::syslog_ts(year, s))
+                let ph = self.placeholder.as_deref().unwrap_or("");
+                if self.ts_kind == TsKind::Syslog && d.starts_with(&ph[..ph.len().min(4)]) {
+                    sysdate.and_then(|s| ts::syslog_ts(year, s, self.years))
                 } else {
-                    ts::oslo_ts(d, t)
+                    ts::oslo_ts(d, t, self.years)
                 }
             }
             _ => None,
@@ -708,7 +682,7 @@ impl Rx {
             Some(r) => {
                 let end = memchr(b']', r.as_bytes());
                 match end {
-                    Some(e) if r.starts_with('[') && !r.starts_with("[instance: ") => {
+                    Some(e) if r.starts_with('[') && !r.starts_with(self.instance_tag.as_str()) => {
                         (Some(slice_chars(r, 1, Some(e - 1))), Some(slice_chars(r, e + 2, None)))
                     }
                     _ => (None, Some(r)),
@@ -720,27 +694,8 @@ impl Rx {
         } else {
             (None, f[2], f[3])
         };
-        let t = match ctx {
-            Some(c) => split_n::<4>(c),
-            None => [None; 4],
-        };
-        let two =
-            t[1].is_some_and(|v| v.starts_with("req-")) && t[0].is_some_and(|v| v.starts_with("req-") || v == "None");
-        let one = !two && t[0].is_some_and(|v| v.starts_with("req-"));
-        fn pick<'s>(two: bool, one: bool, a: Option<&'s str>, b: Option<&'s str>) -> Option<&'s str> {
-            if two {
-                a
-            } else if one {
-                b
-            } else {
-                None
-            }
-        }
-        let gri = if two && t[0] != Some("None") { t[0] } else { None };
-        let request_id = pick(two, one, t[1], t[0]);
-        let user = field(pick(two, one, t[2], t[1]));
-        let project = field(pick(two, one, t[3], t[2]));
-        let inst = msg.and_then(instance_uuid);
+        let [gri, request_id, user, project] = rules::context(ctx);
+        let inst = msg.and_then(|m| self.instance_uuid(m));
         let message: Option<Cow<str>> = msg.map(|m| {
             let m = if level == Some("DEBUG") {
                 self.strip_debug(m)
@@ -899,11 +854,11 @@ impl Rx {
                 }
                 continue;
             }
-            if s.starts_with("+ ") {
+            if s.starts_with(self.shell_prefix.as_str()) {
                 counts[4] += 1;
                 continue;
             }
-            let binary = has_binary(s.as_bytes());
+            let binary = self.has_binary(s);
             // an os-log-merger entry of another program (not an old TRACE line)
             let foreign = self.other.as_ref().is_some_and(|o| o.is_match(s)) && !self.trace.is_match(s);
             if foreign {
