@@ -82,7 +82,8 @@ class _Tokenized:
 def _sample_lines(data: bytes) -> list[str]:
     """The first lines of ``data`` for format detection, each cut to a few KiB (a 1 MB first
     line must not hide the records after it)."""
-    out, pos = [], 0
+    out: list[str] = []
+    pos = 0
     while len(out) < _SAMPLE_LINES and pos < len(data):
         end = data.find(b"\n", pos)
         end = len(data) if end < 0 else end
@@ -245,7 +246,7 @@ def ingest(
     (also in :attr:`IngestResult.outside_window`; ``lines`` and ``files_read`` stay totals).
     """
     res = ingest_files(
-        list(find_files(paths)),
+        list(find_files(list(paths))),
         names=names,
         tz_offset_s=tz_offset_s,
         workers=workers,

@@ -423,7 +423,7 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
     for fidx, n_shell in body.filter("shell").group_by("fidx").len().sort("fidx").iter_rows():
         stats.append((files[fidx], "shell_trace", "info", n_shell, "devstack shell-trace lines"))
     body = body.filter(~pl.col("shell"))
-    q_cols = [
+    q_cols: list[str | pl.Expr] = [
         "fidx",
         "line_no",
         redact(raw.str.slice(0, MAX_RAW_CHARS)).alias("raw"),
