@@ -23,12 +23,13 @@ without timestamps (format ``oslo_nots``) give records with ``ts_ns`` null in fi
 Native path: when the optional extension ``stacklens_native`` (Rust, ``native/`` in the repository)
 is installed, :func:`tokenize_batch` runs the per-line work there (line splitting, header check,
 record assembly, fields, timestamps, redaction) in one parallel pass and only the per-file
-joins stay in Polars. It gets its regular expressions from this module and from
-:mod:`~stacklens.ingest.redact` and produces the same tables as the Polars path below, which stays
-the reference and the fallback (``tests/test_native.py`` compares the two on the real logs and on
-fuzzed input). ``STACKLENS_NATIVE=0`` forces the Polars path. The native code mirrors
-:func:`~stacklens.ingest.fields.timestamp` and :func:`~stacklens.ingest.fields.context` by
-hand: change them together.
+joins stay in Polars. It names no format: it gets every rule of the file's format as data
+(:func:`native_patterns`, from :mod:`stacklens.ingest.formats`, :mod:`~stacklens.ingest.fields`
+and :mod:`~stacklens.ingest.redact`) and produces the same tables as the Polars path below,
+which stays the reference and the fallback (``tests/test_native.py`` compares the two on the
+real logs and on fuzzed input). ``STACKLENS_NATIVE=0`` forces the Polars path. The timestamp
+and request-context rules stay code on both sides; ``tests/test_native_drift.py`` fails when
+they diverge.
 """
 
 from __future__ import annotations
