@@ -14,6 +14,7 @@
 //! them with the Python rules.
 
 mod arrow;
+mod fast;
 mod rules;
 mod tok;
 mod ts;
@@ -202,9 +203,9 @@ fn context(ctx: Option<&str>) -> (Option<String>, Option<String>, Option<String>
 #[pyfunction]
 fn constants() -> HashMap<&'static str, &'static str> {
     HashMap::from([
-        ("oslo_header", tok::OSLO_HEADER),
-        ("oslo_trace", tok::OSLO_TRACE),
-        ("debug_suffix", tok::DEBUG_SUFFIX),
+        ("oslo_header", fast::OSLO_HEADER),
+        ("oslo_trace", fast::OSLO_TRACE),
+        ("debug_suffix", fast::DEBUG_SUFFIX),
         ("binary", rules::BINARY),
         ("instance", rules::INSTANCE),
     ])

@@ -42,7 +42,14 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 
 fn secs(y: i64, mo: u32, d: u32, h: u32, mi: u32, s: u32, years: (i64, i64)) -> Option<i64> {
     // years of fields.TS_YEARS: any two times differ by less than 2**63 ns
-    if !(years.0..=years.1).contains(&y) || !(1..=12).contains(&mo) || d == 0 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 60 {
+    if !(years.0..=years.1).contains(&y)
+        || !(1..=12).contains(&mo)
+        || d == 0
+        || d > days_in_month(y, mo)
+        || h > 23
+        || mi > 59
+        || s > 60
+    {
         return None;
     }
     Some(days_from_civil(y, mo, d) * 86_400 + (h * 3600 + mi * 60 + s) as i64)
@@ -173,7 +180,10 @@ mod tests {
         assert_eq!(oslo_ts("2015-02-29", "00:00:00", Y), None);
         assert_eq!(oslo_ts("1500-01-01", "00:00:00", Y), None);
         assert_eq!(oslo_ts("2200-01-01", "00:00:00", Y), None);
-        assert_eq!(oslo_ts("2016-06-28", "13:56:12.360", Y), Some(1_467_122_172_360_000_000));
+        assert_eq!(
+            oslo_ts("2016-06-28", "13:56:12.360", Y),
+            Some(1_467_122_172_360_000_000)
+        );
         assert_eq!(syslog_ts(2016, "Jan 25 09:29:50", Y), Some(1_453_714_190 * NS));
         assert_eq!(syslog_ts(2016, "Jan  5 09:29:50", Y), Some(1_451_986_190 * NS));
         assert_eq!(
