@@ -6,8 +6,16 @@
 //! struct array (`__arrow_c_array__`) — `pl.Series(obj).struct.unnest()` gives either frame
 //! without copying — and per-file counters `(lines, long_line, non_utf8, blank_line,
 //! shell_trace)`. The GIL is released while it runs.
+//!
+//! The module knows no log format by name: `patterns` carries every format rule as data
+//! (`stacklens.ingest.tokenize.native_patterns`). The rules that stay code here (timestamps,
+//! request context) and the constants the fast paths were written for are exported
+//! (`oslo_ts`, `syslog_ts`, `context`, `constants`) so `tests/test_native_drift.py` can compare
+//! them with the Python rules.
 
 mod arrow;
+mod fast;
+mod rules;
 mod tok;
 mod ts;
 
@@ -167,10 +175,50 @@ fn fast_paths(
         .collect())
 }
 
+/// The oslo timestamp rule (`fields.timestamp`, oslo branch): `date`, `time` -> ns or None.
+#[pyfunction]
+fn oslo_ts(date: &str, time: &str, year_min: i64, year_max: i64) -> Option<i64> {
+    ts::oslo_ts(date, time, (year_min, year_max))
+}
+
+/// The syslog timestamp rule (`fields.timestamp`, syslog branch): `year`, `sysdate` -> ns or None.
+#[pyfunction]
+fn syslog_ts(year: i32, sysdate: &str, year_min: i64, year_max: i64) -> Option<i64> {
+    ts::syslog_ts(year, sysdate, (year_min, year_max))
+}
+
+/// The request-context rule (`fields.context`): context text (None: no context) ->
+/// `(global_request_id, request_id, user, project)`.
+#[pyfunction]
+#[pyo3(signature = (ctx))]
+#[allow(clippy::type_complexity)]
+fn context(ctx: Option<&str>) -> (Option<String>, Option<String>, Option<String>, Option<String>) {
+    let [a, b, c, d] = rules::context(ctx);
+    let own = |v: Option<&str>| v.map(str::to_owned);
+    (own(a), own(b), own(c), own(d))
+}
+
+/// The patterns the hand-written fast paths implement (`{name: pattern}`); the Python side
+/// must pass exactly these for the fast paths to run (else the regexes do, same results).
+#[pyfunction]
+fn constants() -> HashMap<&'static str, &'static str> {
+    HashMap::from([
+        ("oslo_header", fast::OSLO_HEADER),
+        ("oslo_trace", fast::OSLO_TRACE),
+        ("debug_suffix", fast::DEBUG_SUFFIX),
+        ("binary", rules::BINARY),
+        ("instance", rules::INSTANCE),
+    ])
+}
+
 #[pymodule]
 fn stacklens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(fast_paths, m)?)?;
+    m.add_function(wrap_pyfunction!(oslo_ts, m)?)?;
+    m.add_function(wrap_pyfunction!(syslog_ts, m)?)?;
+    m.add_function(wrap_pyfunction!(context, m)?)?;
+    m.add_function(wrap_pyfunction!(constants, m)?)?;
     m.add_class::<ArrowTable>()?;
     m.add_class::<ArrowChunks>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -18,32 +18,36 @@ use rayon::prelude::*;
 use regex::Regex;
 
 use crate::arrow::{fields, Column, Fields, PrimCol, StrCol};
+use crate::fast::{
+    debug_suffix_start, oslo_fast, redact_windowed, CHEAP, DEBUG_SUFFIX, OSLO_HEADER, OSLO_TRACE, SECRET,
+};
+use crate::rules::{self, has_binary, instance_uuid, split_n};
 use crate::ts;
 
+/// Which parser gives a record's time (the format's `timestamp`, pattern key `ts`).
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Fmt {
+pub enum TsKind {
+    /// the oslo timestamp
     Oslo,
-    Prefixed,
-    Merged,
+    /// the oslo timestamp, or (after the placeholder) the syslog date in the file's year
     Syslog,
 }
 
-/// The oslo header (named groups made non-capturing) and TRACE rule the ASCII fast path
-/// implements; any other pattern disables the fast path.
-const OSLO_HEADER: &str = r"^(?:\d{4}-\d{2}-\d{2}) (?:\d{2}:\d{2}:\d{2}(?:[.,]\d+)?) (?:(?:\d+) )?(?:[A-Z]{4,8}) (?:[A-Za-z_][\w.\-]*)(?: \[(?:[^\]]*)\])?(?: |$)";
-const OSLO_TRACE: &str = r"^\S+ \S+ (?:\d+ )?TRACE ";
-/// The secret pattern of `redact.py` that `Rx::redact_windowed` is proven for (its alternatives
-/// and their first characters are listed there).
-const SECRET: &str = r#"(?i:((?:x-auth-token|x-subject-token|x-service-token|password|passwd|admin_pass(?:word)?|secret|auth_token|token_id|\btoken)"\s*:\s*"))[^"]+|(?i:((?:x-auth-token|x-subject-token|x-service-token|password|passwd|admin_pass(?:word)?|secret|auth_token|token_id|\btoken)'\s*:\s*'))[^']+|(?i:((?:x-auth-token|x-subject-token|x-service-token|password|passwd|admin_pass(?:word)?|secret|auth_token|token_id|\btoken)['\"]?\s*[:=]\s*['\"]?))[^'\"\s,;&}{)<>*][^'\"\s,;&})]*|("token":\s*\{[^{}]*?"id":\s*")[^"]+|gAAAAA[A-Za-z0-9_\-=]{20,}|\bMII[A-Za-z0-9+/=\-]{60,}|((?:://|,)[^\s:/@,]+:)[^\s@/,]+(@)"#;
-/// The cheap pre-filter of `redact.py`; its hits double as the anchors of `redact_windowed`.
-const CHEAP: &str = r"[Tt][Oo][Kk][Ee][Nn]|[Pp][Aa][Ss][Ss]|[Ss][Ee][Cc][Rr][Ee][Tt]|gAAAAA|MII|://";
-/// The devstack DEBUG suffix `debug_suffix_start` implements.
-const DEBUG_SUFFIX: &str = r"(?:\s*\{\{\(pid=\d+\) [^}]*\}\}|\s\S+ /\S+\.py:\d+)$";
-
-/// Compiled patterns and limits for one format.
+/// Compiled patterns and limits for one format. Nothing here names a format: every
+/// format-specific rule arrives as a pattern (see `tokenize.native_patterns`).
 pub struct Rx {
-    fmt: Fmt,
+    ts_kind: TsKind,
+    /// `fields.TS_YEARS`
+    years: (i64, i64),
     fast_oslo: bool,
+    fast_binary: bool,
+    fast_instance: bool,
+    binary: Regex,
+    instance: Regex,
+    /// `fields.INSTANCE_TAG`: a `[...]` after the logger starting so is the message's, not a context
+    instance_tag: String,
+    /// `fields.SHELL_PREFIX`
+    shell_prefix: String,
     fast_debug: bool,
     header: Regex,
     trace: Regex,
@@ -54,16 +58,18 @@ pub struct Rx {
     /// the secret pattern for anchored searches, when the patterns are `CHEAP` and `SECRET`
     windowed: Option<regex_automata::meta::Regex>,
     replacement: String,
-    prog: Option<Regex>,
+    /// the prefix's extract rules (`x_svc`, `x_host`, `x_spid`, `x_sysdate`; group 1)
+    x_svc: Option<Regex>,
+    x_host: Option<Regex>,
+    x_spid: Option<Regex>,
+    x_sysdate: Option<Regex>,
+    /// the prefix strip rule: first match replaced by `core_rep`
     core: Option<Regex>,
     core_rep: String,
-    alias: Option<Regex>,
-    sysdate: Option<Regex>,
-    host: Option<Regex>,
-    spid: Option<Regex>,
+    /// with `placeholder`: put in front of a core that does not match `oslo_date`
     oslo_date: Option<Regex>,
-    placeholder: String,
-    /// os-log-merger entries of other programs (`tokenize._MRG_OTHER`)
+    placeholder: Option<String>,
+    /// entries of other programs (the format's `other`: os-log-merger)
     other: Option<Regex>,
     tb_line: Regex,
     tb_start: Regex,
@@ -88,32 +94,38 @@ fn opt_rx(p: &HashMap<String, String>, key: &str) -> Result<Option<Regex>, Strin
 
 impl Rx {
     pub fn new(fmt: &str, p: &HashMap<String, String>, max_line: usize, max_raw: usize) -> Result<Rx, String> {
-        let fmt = match fmt {
-            "oslo" => Fmt::Oslo,
-            "oslo_prefixed" => Fmt::Prefixed,
-            "oslo_merged" => Fmt::Merged,
-            "syslog" => Fmt::Syslog,
-            other => return Err(format!("unknown format {other:?}")),
-        };
-        let need = |keys: &[&str]| -> Result<(), String> {
-            keys.iter().try_for_each(|k| {
-                if p.contains_key(*k) {
-                    Ok(())
-                } else {
-                    Err(format!("pattern {k:?} missing"))
-                }
-            })
-        };
-        match fmt {
-            Fmt::Oslo => {}
-            Fmt::Prefixed => need(&["prog", "core"])?,
-            Fmt::Merged => need(&["alias", "core", "core_rep"])?,
-            Fmt::Syslog => need(&["sysdate", "host", "prog", "spid", "core", "oslo_date", "placeholder"])?,
-        }
         let s = |k: &str| p.get(k).cloned().unwrap_or_default();
+        let ts_kind = match s("ts").as_str() {
+            "oslo" => TsKind::Oslo,
+            "syslog" => TsKind::Syslog,
+            other => return Err(format!("format {fmt:?}: timestamp kind {other:?} is not supported")),
+        };
+        let year = |k: &str| -> Result<i64, String> { s(k).parse::<i64>().map_err(|e| format!("pattern {k:?}: {e}")) };
+        if p.contains_key("placeholder") != p.contains_key("oslo_date") {
+            return Err("patterns \"placeholder\" and \"oslo_date\" go together".into());
+        }
+        if p.contains_key("core_rep") && !p.contains_key("core") {
+            return Err("pattern \"core_rep\" without \"core\"".into());
+        }
+        if ts_kind == TsKind::Syslog && !(p.contains_key("x_sysdate") && p.contains_key("placeholder")) {
+            return Err("syslog timestamps need patterns \"x_sysdate\" and \"placeholder\"".into());
+        }
         Ok(Rx {
-            fmt,
-            fast_oslo: fmt == Fmt::Oslo && s("header") == OSLO_HEADER && s("trace") == OSLO_TRACE,
+            ts_kind,
+            years: (year("ts_year_min")?, year("ts_year_max")?),
+            fast_oslo: s("header") == OSLO_HEADER && s("trace") == OSLO_TRACE,
+            fast_binary: s("binary") == rules::BINARY,
+            fast_instance: s("instance") == rules::INSTANCE,
+            binary: rx(p, "binary")?,
+            instance: rx(p, "instance")?,
+            instance_tag: p
+                .get("instance_tag")
+                .cloned()
+                .ok_or("pattern \"instance_tag\" missing")?,
+            shell_prefix: p
+                .get("shell_prefix")
+                .cloned()
+                .ok_or("pattern \"shell_prefix\" missing")?,
             fast_debug: s("debug_suffix") == DEBUG_SUFFIX,
             header: rx(p, "header")?,
             trace: rx(p, "trace")?,
@@ -130,15 +142,14 @@ impl Rx {
                 .get("redact_replacement")
                 .cloned()
                 .ok_or("pattern \"redact_replacement\" missing")?,
-            prog: opt_rx(p, "prog")?,
+            x_svc: opt_rx(p, "x_svc")?,
+            x_host: opt_rx(p, "x_host")?,
+            x_spid: opt_rx(p, "x_spid")?,
+            x_sysdate: opt_rx(p, "x_sysdate")?,
             core: opt_rx(p, "core")?,
             core_rep: s("core_rep"),
-            alias: opt_rx(p, "alias")?,
-            sysdate: opt_rx(p, "sysdate")?,
-            host: opt_rx(p, "host")?,
-            spid: opt_rx(p, "spid")?,
             oslo_date: opt_rx(p, "oslo_date")?,
-            placeholder: s("placeholder"),
+            placeholder: p.get("placeholder").cloned(),
             other: opt_rx(p, "other")?,
             tb_line: rx(p, "tb_line")?,
             tb_start: rx(p, "tb_start")?,
@@ -165,7 +176,7 @@ impl Rx {
 // small string helpers with Polars' semantics
 
 /// `str.slice(start, len)` in characters (out of range -> empty / to the end).
-fn slice_chars(s: &str, start: usize, len: Option<usize>) -> &str {
+pub(crate) fn slice_chars(s: &str, start: usize, len: Option<usize>) -> &str {
     let b = s.as_bytes();
     let byte_at = |k: usize| -> usize {
         if k <= b.len() && b[..k].is_ascii() {
@@ -200,38 +211,8 @@ fn trunc_chars(s: &str, n: usize) -> &str {
     }
 }
 
-/// The `_BINARY` class `[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]`.
-#[inline]
-fn has_binary(b: &[u8]) -> bool {
-    #[inline]
-    fn bad(c: u8) -> bool {
-        (c < 0x20 && !matches!(c, 0x09..=0x0d | 0x1b)) || c == 0x7f
-    }
-    let mut chunks = b.chunks_exact(32);
-    for ch in &mut chunks {
-        if ch.iter().fold(false, |a, &c| a | bad(c)) {
-            return true;
-        }
-    }
-    chunks.remainder().iter().any(|&c| bad(c))
-}
-
-/// `^\[instance: (<uuid>)\]` -> the uuid.
-fn instance_uuid(m: &str) -> Option<&str> {
-    let b = m.as_bytes();
-    if b.len() < 48 || !b.starts_with(b"[instance: ") || b[47] != b']' {
-        return None;
-    }
-    let u = &b[11..47];
-    let ok = u.iter().enumerate().all(|(i, &c)| match i {
-        8 | 13 | 18 | 23 => c == b'-',
-        _ => c.is_ascii_digit() || (b'a'..=b'f').contains(&c),
-    });
-    ok.then(|| &m[11..47])
-}
-
 /// `cast(pl.Int32, strict=False)` of a string.
-fn cast_i32(s: &str) -> Option<i32> {
+pub(crate) fn cast_i32(s: &str) -> Option<i32> {
     let b = s.as_bytes();
     let (neg, d) = match b.first() {
         Some(b'-') => (true, &b[1..]),
@@ -250,258 +231,6 @@ fn cast_i32(s: &str) -> Option<i32> {
     }
     let v = if neg { -v } else { v };
     i32::try_from(v).ok()
-}
-
-/// `_field`: "-", "None" and "" become null.
-#[inline]
-fn field(v: Option<&str>) -> Option<&str> {
-    v.filter(|s| !matches!(*s, "-" | "None" | ""))
-}
-
-/// The first `N` pieces of `s` split on ' ' (`str.split_exact(" ", N - 1)`).
-fn split_n<const N: usize>(s: &str) -> [Option<&str>; N] {
-    let mut out = [None; N];
-    for (slot, piece) in out.iter_mut().zip(s.split(' ')) {
-        *slot = Some(piece);
-    }
-    out
-}
-
-/// Does `b` hold U+212A (KELVIN SIGN) or U+017F (LONG S), which `(?i)` matches as k / s?
-fn has_folds(b: &[u8]) -> bool {
-    !b.is_ascii()
-        && (memmem::find(b, "\u{212A}".as_bytes()).is_some() || memmem::find(b, "\u{17F}".as_bytes()).is_some())
-}
-
-/// Anchors of the secret alternatives (see `redact_windowed`): the literal, and what may stand
-/// right before it in a match (a key-name head, or the quote of `"token":`).
-const ANCHORS: [(&[u8], &[&[u8]]); 5] = [
-    (
-        b"token",
-        &[b"", b"x-auth-", b"x-subject-", b"x-service-", b"auth_", b"\""],
-    ),
-    (b"pass", &[b"", b"admin_"]),
-    (b"secret", &[b""]),
-    (b"gAAAAA", &[b""]),
-    (b"MII", &[b""]),
-];
-
-/// Push the possible match starts for an anchor literal at `b[a..]`, if one is there.
-fn anchor_cands(b: &[u8], a: usize, cands: &mut Vec<usize>) {
-    for (i, (lit, heads)) in ANCHORS.iter().enumerate() {
-        let here = b
-            .get(a..a + lit.len())
-            .is_some_and(|w| if i < 3 { w.eq_ignore_ascii_case(lit) } else { w == *lit });
-        if here {
-            for h in heads.iter() {
-                if a >= h.len() && b[a - h.len()..a].eq_ignore_ascii_case(h) {
-                    cands.push(a - h.len());
-                }
-            }
-        }
-    }
-}
-
-/// `redact()` of redact.py (if `cheap` matches, `secret.replace_all`) without running the big
-/// secret pattern over every byte. Needs `cheap == CHEAP` and `secret == SECRET`.
-///
-/// Every secret match starts close to a literal it holds:
-/// * alternatives 1-3 start with a key name (`(?i)`): `token` preceded by nothing,
-///   `x-auth-`, `x-subject-`, `x-service-` or `auth_`; `pass` preceded by nothing or
-///   `admin_`; `secret`. (ASCII case only: a text holding U+212A or U+017F, which `(?i)` also
-///   matches as k and s, takes `replace_all`.) Alternative 4 is `"token":`, 5 and 6 start with
-///   `gAAAAA` and `MII`;
-/// * alternative 7 (`://` or `,` ... `@`) ends at the first `@` after its start, and nothing in
-///   between is ASCII whitespace or `@`: its start is a `,` or `:` in the run before an `@`.
-///
-/// The hits of `cheap` (leftmost-first, non-overlapping) are these literals; literals hidden
-/// by an overlapping hit (`passecret`) start inside it and are looked for there. Trying an
-/// anchored search at every candidate start in order, going on after each match, finds the
-/// matches `replace_all` finds (leftmost-first, non-overlapping).
-fn redact_windowed<'a>(
-    meta: &regex_automata::meta::Regex,
-    cheap: &Regex,
-    secret: &Regex,
-    rep: &str,
-    s: &'a str,
-) -> Cow<'a, str> {
-    use regex_automata::{Anchored, Input};
-    let b = s.as_bytes();
-    let mut cands: Vec<usize> = Vec::new();
-    let mut any = false;
-    for m in cheap.find_iter(s) {
-        any = true;
-        for a in m.start()..m.end() {
-            anchor_cands(b, a, &mut cands);
-        }
-    }
-    if !any {
-        return Cow::Borrowed(s);
-    }
-    if has_folds(b) {
-        return secret.replace_all(s, rep);
-    }
-    for a in memchr::memchr_iter(b'@', b) {
-        let mut r = a;
-        while r > 0 && !matches!(b[r - 1], b'@' | 0x09..=0x0d | b' ') {
-            r -= 1;
-        }
-        cands.extend((r..a).filter(|&i| matches!(b[i], b',' | b':')));
-    }
-    if cands.is_empty() {
-        return Cow::Borrowed(s);
-    }
-    cands.sort_unstable();
-    cands.dedup();
-    let mut caps = meta.create_captures();
-    let mut out = String::new();
-    let mut last = 0;
-    for c in cands {
-        if c < last {
-            continue;
-        }
-        meta.search_captures(&Input::new(s).range(c..).anchored(Anchored::Yes), &mut caps);
-        if let Some(m) = caps.get_match() {
-            out.push_str(&s[last..m.start()]);
-            caps.interpolate_string_into(s, rep, &mut out);
-            last = m.end();
-        }
-    }
-    if last == 0 {
-        Cow::Borrowed(s)
-    } else {
-        out.push_str(&s[last..]);
-        Cow::Owned(out)
-    }
-}
-
-/// Where `DEBUG_SUFFIX` matches (leftmost) in an ASCII message, if it does. Every match ends
-/// at the end, so the leftmost match starts at the smallest `s` such that `m[s..]` is, whole,
-/// `\s*\{\{\(pid=\d+\) [^}]*\}\}` or `\s\S+ /\S+\.py:\d+` (ASCII: `\s` is `[\t\n\v\f\r ]`).
-fn debug_suffix_start(b: &[u8]) -> Option<usize> {
-    let ws = |c: u8| matches!(c, 0x09..=0x0d | b' ');
-    let mut best: Option<usize> = None;
-    if b.ends_with(b"}}") {
-        // "{{(pid=" DIGITS ") " then no '}' until the final "}}"
-        let e = b.len() - 2;
-        let from = memchr::memrchr(b'}', &b[..e]).map_or(0, |q| q + 1);
-        for p in memmem::find_iter(&b[from..e], b"{{(pid=").map(|i| i + from) {
-            let d0 = p + 7;
-            let mut j = d0;
-            while j < e && b[j].is_ascii_digit() {
-                j += 1;
-            }
-            if j > d0 && j + 2 <= e && &b[j..j + 2] == b") " {
-                let mut s = p;
-                while s > 0 && ws(b[s - 1]) {
-                    s -= 1;
-                }
-                best = Some(s);
-                break;
-            }
-        }
-    }
-    if b.last().is_some_and(u8::is_ascii_digit) {
-        // WS RUN ' ' '/' TAIL ".py:" DIGITS, RUN and "/TAIL.py:DIGITS" without whitespace
-        let mut k = b.len();
-        while k > 0 && b[k - 1].is_ascii_digit() {
-            k -= 1;
-        }
-        if k >= 4 && &b[k - 4..k] == b".py:" {
-            let mut w = k - 4;
-            while w > 0 && !ws(b[w - 1]) {
-                w -= 1;
-            }
-            if b[w] == b'/' && k - 4 > w + 1 && w >= 2 && b[w - 1] == b' ' && !ws(b[w - 2]) {
-                let mut r = w - 2;
-                while r > 0 && !ws(b[r - 1]) {
-                    r -= 1;
-                }
-                if r >= 1 {
-                    best = Some(best.map_or(r - 1, |x| x.min(r - 1)));
-                }
-            }
-        }
-    }
-    best
-}
-
-/// The oslo header and TRACE check on ASCII text: `Some(is_header && !is_trace)`, or `None`
-/// when a non-ASCII byte is met where it could change the answer (then the regexes decide).
-fn oslo_fast(b: &[u8]) -> Option<bool> {
-    // Ok(Some(c)): ASCII byte; Ok(None): end of line; Err: non-ASCII -> defer
-    let at = |i: usize| -> Result<Option<u8>, ()> {
-        match b.get(i) {
-            None => Ok(None),
-            Some(&c) if c >= 0x80 => Err(()),
-            Some(&c) => Ok(Some(c)),
-        }
-    };
-    macro_rules! get {
-        ($i:expr) => {
-            match at($i) {
-                Ok(v) => v,
-                Err(()) => return None,
-            }
-        };
-    }
-    const PAT: &[u8; 19] = b"dddd-dd-dd dd:dd:dd";
-    for (k, &p) in PAT.iter().enumerate() {
-        let ok = match get!(k) {
-            None => false,
-            Some(c) if p == b'd' => c.is_ascii_digit(),
-            Some(c) => c == p,
-        };
-        if !ok {
-            return Some(false);
-        }
-    }
-    let mut i = match get!(19) {
-        Some(b' ') => 20,
-        Some(b'.' | b',') => {
-            let mut j = 20;
-            while matches!(get!(j), Some(c) if c.is_ascii_digit()) {
-                j += 1;
-            }
-            if j == 20 || get!(j) != Some(b' ') {
-                return Some(false);
-            }
-            j + 1
-        }
-        _ => return Some(false),
-    };
-    // optional pid
-    if matches!(get!(i), Some(c) if c.is_ascii_digit()) {
-        let mut j = i;
-        while matches!(get!(j), Some(c) if c.is_ascii_digit()) {
-            j += 1;
-        }
-        if get!(j) != Some(b' ') {
-            return Some(false);
-        }
-        i = j + 1;
-    }
-    // level
-    let l0 = i;
-    while matches!(get!(i), Some(c) if c.is_ascii_uppercase()) {
-        i += 1;
-    }
-    let level = &b[l0..i];
-    if !(4..=8).contains(&level.len()) || get!(i) != Some(b' ') {
-        return Some(false);
-    }
-    i += 1;
-    // logger
-    if !matches!(get!(i), Some(c) if c.is_ascii_alphabetic() || c == b'_') {
-        return Some(false);
-    }
-    while matches!(get!(i), Some(c) if c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')) {
-        i += 1;
-    }
-    match get!(i) {
-        None | Some(b' ') => Some(level != b"TRACE"),
-        Some(_) => Some(false),
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -579,7 +308,10 @@ impl TaskOut {
 
 enum Cur {
     None,
-    Good { start: usize, n_cont: u32 },
+    Good {
+        start: usize,
+        n_cont: u32,
+    },
     Bad,
     /// an os-log-merger entry of another program and its extra lines
     Foreign,
@@ -625,6 +357,22 @@ impl Rx {
         }
     }
 
+    fn has_binary(&self, s: &str) -> bool {
+        if self.fast_binary {
+            has_binary(s.as_bytes())
+        } else {
+            self.binary.is_match(s)
+        }
+    }
+
+    fn instance_uuid<'a>(&self, m: &'a str) -> Option<&'a str> {
+        if self.fast_instance {
+            instance_uuid(m)
+        } else {
+            self.instance.captures(m).and_then(|c| c.get(1)).map(|g| g.as_str())
+        }
+    }
+
     fn has_pid(&self, f: &str) -> bool {
         if f.is_ascii() {
             !f.is_empty() && f.bytes().all(|c| c.is_ascii_digit())
@@ -656,30 +404,21 @@ impl Rx {
                 .and_then(|c| c.get(1))
                 .map(|m| m.as_str())
         };
-        let (mut svc, mut host, mut spid, mut sysdate) = (None, None, None, None);
-        let core: Cow<str> = match self.fmt {
-            Fmt::Oslo => Cow::Borrowed(line),
-            Fmt::Prefixed => {
-                svc = cap1(&self.prog);
-                self.core.as_ref().unwrap().replacen(line, 1, "")
-            }
-            Fmt::Merged => {
-                svc = cap1(&self.alias);
-                self.core.as_ref().unwrap().replacen(line, 1, self.core_rep.as_str())
-            }
-            Fmt::Syslog => {
-                sysdate = cap1(&self.sysdate);
-                host = cap1(&self.host);
-                svc = cap1(&self.prog);
-                spid = cap1(&self.spid);
-                let rest = self.core.as_ref().unwrap().replacen(line, 1, "");
-                if self.oslo_date.as_ref().unwrap().is_match(&rest) {
-                    rest
-                } else {
-                    Cow::Owned(format!("{}{}", self.placeholder, rest))
-                }
-            }
+        let (svc, host, spid, sysdate) = (
+            cap1(&self.x_svc),
+            cap1(&self.x_host),
+            cap1(&self.x_spid),
+            cap1(&self.x_sysdate),
+        );
+        let mut core: Cow<str> = match &self.core {
+            None => Cow::Borrowed(line),
+            Some(c) => c.replacen(line, 1, self.core_rep.as_str()),
         };
+        if let (Some(ph), Some(od)) = (&self.placeholder, &self.oslo_date) {
+            if !od.is_match(&core) {
+                core = Cow::Owned(format!("{ph}{core}"));
+            }
+        }
         let core: &str = &core;
         let f = split_n::<5>(core);
         let has_pid = f[2].map(|v| self.has_pid(v));
@@ -693,10 +432,11 @@ impl Rx {
         // timestamp first: a record without one goes to quarantine whole
         let ts = match (f[0], f[1]) {
             (Some(d), Some(t)) => {
-                if self.fmt == Fmt::Syslog && d.starts_with("0000") {
-                    sysdate.and_then(|s| ts::syslog_ts(year, s))
+                let ph = self.placeholder.as_deref().unwrap_or("");
+                if self.ts_kind == TsKind::Syslog && d.starts_with(&ph[..ph.len().min(4)]) {
+                    sysdate.and_then(|s| ts::syslog_ts(year, s, self.years))
                 } else {
-                    ts::oslo_ts(d, t)
+                    ts::oslo_ts(d, t, self.years)
                 }
             }
             _ => None,
@@ -708,7 +448,7 @@ impl Rx {
             Some(r) => {
                 let end = memchr(b']', r.as_bytes());
                 match end {
-                    Some(e) if r.starts_with('[') && !r.starts_with("[instance: ") => {
+                    Some(e) if r.starts_with('[') && !r.starts_with(self.instance_tag.as_str()) => {
                         (Some(slice_chars(r, 1, Some(e - 1))), Some(slice_chars(r, e + 2, None)))
                     }
                     _ => (None, Some(r)),
@@ -720,27 +460,8 @@ impl Rx {
         } else {
             (None, f[2], f[3])
         };
-        let t = match ctx {
-            Some(c) => split_n::<4>(c),
-            None => [None; 4],
-        };
-        let two =
-            t[1].is_some_and(|v| v.starts_with("req-")) && t[0].is_some_and(|v| v.starts_with("req-") || v == "None");
-        let one = !two && t[0].is_some_and(|v| v.starts_with("req-"));
-        fn pick<'s>(two: bool, one: bool, a: Option<&'s str>, b: Option<&'s str>) -> Option<&'s str> {
-            if two {
-                a
-            } else if one {
-                b
-            } else {
-                None
-            }
-        }
-        let gri = if two && t[0] != Some("None") { t[0] } else { None };
-        let request_id = pick(two, one, t[1], t[0]);
-        let user = field(pick(two, one, t[2], t[1]));
-        let project = field(pick(two, one, t[3], t[2]));
-        let inst = msg.and_then(instance_uuid);
+        let [gri, request_id, user, project] = rules::context(ctx);
+        let inst = msg.and_then(|m| self.instance_uuid(m));
         let message: Option<Cow<str>> = msg.map(|m| {
             let m = if level == Some("DEBUG") {
                 self.strip_debug(m)
@@ -899,11 +620,11 @@ impl Rx {
                 }
                 continue;
             }
-            if s.starts_with("+ ") {
+            if s.starts_with(self.shell_prefix.as_str()) {
                 counts[4] += 1;
                 continue;
             }
-            let binary = has_binary(s.as_bytes());
+            let binary = self.has_binary(s);
             // an os-log-merger entry of another program (not an old TRACE line)
             let foreign = self.other.as_ref().is_some_and(|o| o.is_match(s)) && !self.trace.is_match(s);
             if foreign {
@@ -996,9 +717,7 @@ impl Rx {
                 let end = memchr(b'\n', &data[ls..]).map_or(data.len(), |i| ls + i);
                 // a cut line must open a record whatever precedes it: not an ERROR line, which
                 // may continue a modern traceback
-                if self.line_is_header(&data[ls..end])
-                    && memmem::find(&data[ls..end], b" ERROR ").is_none()
-                {
+                if self.line_is_header(&data[ls..end]) && memmem::find(&data[ls..end], b" ERROR ").is_none() {
                     found = Some(ls);
                     break;
                 }
@@ -1142,227 +861,4 @@ fn event_columns(e: Events) -> Vec<(&'static str, Column)> {
         ("continuation", Column::Str(e.continuation)),
         ("n_lines", Column::I32(PrimCol::all_valid(e.n_lines))),
     ]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// xorshift, so the tests need no crate
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-            xs[(self.next() % xs.len() as u64) as usize]
-        }
-    }
-
-    #[test]
-    fn debug_suffix_matches_the_regex() {
-        let re = Regex::new(DEBUG_SUFFIX).unwrap();
-        let parts = [
-            " ",
-            "  ",
-            "\t",
-            "\x0b",
-            "\n",
-            "{{",
-            "}}",
-            "}",
-            "{{(pid=",
-            "(pid=",
-            "12",
-            "7",
-            ") ",
-            ")",
-            "x",
-            "ab",
-            "/",
-            " /",
-            "/opt/x",
-            ".py:",
-            ".py",
-            ":",
-            "py:",
-            "0",
-            "9",
-            "foo.py:12",
-            " f /a.py:3",
-            "}} ",
-            "-",
-            "\r",
-        ];
-        let mut rng = Rng(0x9e3779b97f4a7c15);
-        for _ in 0..300_000 {
-            let n = (rng.next() % 12) as usize;
-            let m: String = (0..n).map(|_| rng.pick(&parts)).collect();
-            let want = re.find(&m).map(|x| x.start());
-            assert_eq!(debug_suffix_start(m.as_bytes()), want, "{m:?}");
-        }
-        for m in [
-            "msg {{(pid=123) f /opt/a.py:1}}",
-            "a b /c.py:12",
-            "done  {{(pid=1) x}}",
-            " x /y.py:1",
-        ] {
-            assert_eq!(debug_suffix_start(m.as_bytes()), re.find(m).map(|x| x.start()), "{m:?}");
-        }
-    }
-
-    #[test]
-    fn windowed_redaction_matches_replace_all() {
-        let re = Regex::new(SECRET).unwrap();
-        let meta = regex_automata::meta::Regex::new(SECRET).unwrap();
-        let cheap = Regex::new(CHEAP).unwrap();
-        let rep = "${1}${2}${3}${4}${5}***${6}";
-        let parts = [
-            "token",
-            "TOKEN",
-            "to\u{212A}en",
-            "passecret",
-            "secretoken",
-            "Token_Id",
-            "tokens",
-            "gAAAA",
-            "pass",
-            "paſſword",
-            "password",
-            "passwd",
-            "Password",
-            "secret",
-            "SECRET",
-            "x-auth-",
-            "X-Subject-",
-            "x-service-",
-            "admin_",
-            "auth_",
-            "_id",
-            "\"",
-            "'",
-            ":",
-            "=",
-            " ",
-            "\n",
-            "\t",
-            "{",
-            "}",
-            "\"id\":",
-            "\"token\":",
-            "gAAAAA",
-            "AAAAAAAAAA",
-            "MII",
-            "abcdefghijklmnopqrstuvwxyz0123456789+/=",
-            "://",
-            ",",
-            "@",
-            "u",
-            "host",
-            "é",
-            ";",
-            "&",
-            "rabbit",
-            "1",
-            "x",
-            "-",
-            "/",
-            "\u{a0}",
-            "_",
-            "aa",
-        ];
-        let mut rng = Rng(0xdead_beef_cafe_f00d);
-        let mut changed = 0;
-        for _ in 0..400_000 {
-            let n = (rng.next() % 16) as usize;
-            let m: String = (0..n).map(|_| rng.pick(&parts)).collect();
-            let want = if cheap.is_match(&m) {
-                re.replace_all(&m, rep)
-            } else {
-                Cow::Borrowed(m.as_str())
-            };
-            let got = redact_windowed(&meta, &cheap, &re, rep, &m);
-            changed += matches!(want, Cow::Owned(_)) as usize;
-            assert_eq!(got, want, "{m:?}");
-        }
-        assert!(changed > 20_000, "{changed}");
-    }
-
-    #[test]
-    fn oslo_fast_matches_the_regexes() {
-        let header = Regex::new(OSLO_HEADER).unwrap();
-        let trace = Regex::new(OSLO_TRACE).unwrap();
-        let parts = [
-            "2016-06-28",
-            " ",
-            "13:56:12",
-            ".360",
-            ",5",
-            ".",
-            "29140",
-            "1",
-            "DEBUG",
-            "TRACE",
-            "INFO",
-            "ABC",
-            "ABCDEFGHI",
-            "nova.api",
-            "_x-y.z",
-            "[req-1 u p]",
-            "[",
-            "]",
-            ":",
-            "x",
-            "2016-06-28 13:56:12",
-            "\t",
-            "9",
-            "-",
-        ];
-        let mut rng = Rng(0x1234_5678_9abc_def1);
-        let mut accepted = 0;
-        for _ in 0..300_000 {
-            let n = (rng.next() % 10) as usize;
-            let mut m = String::new();
-            if rng.next() % 4 != 0 {
-                m.push_str(rng.pick(&[
-                    "2016-06-28 13:56:12 ",
-                    "2016-06-28 13:56:12.360 ",
-                    "2016-06-28 13:56:12,5 ",
-                ]));
-                if rng.next() % 2 == 0 {
-                    m.push_str("29140 ");
-                }
-                m.push_str(rng.pick(&["DEBUG ", "TRACE ", "INFO", "ABC "]));
-            }
-            m.extend((0..n).map(|_| rng.pick(&parts)));
-            let want = header.is_match(&m) && !trace.is_match(&m);
-            accepted += want as usize;
-            if let Some(got) = oslo_fast(m.as_bytes()) {
-                assert_eq!(got, want, "{m:?}");
-            }
-        }
-        assert!(accepted > 5_000, "{accepted}");
-    }
-
-    #[test]
-    fn fast_header() {
-        assert_eq!(
-            oslo_fast(b"2016-06-28 13:56:12.360 29140 DEBUG nova.api [req-1 u p] m"),
-            Some(true)
-        );
-        assert_eq!(
-            oslo_fast(b"2016-06-28 13:56:12.360 29140 TRACE nova.api x"),
-            Some(false)
-        );
-        assert_eq!(oslo_fast(b"2016-06-28 13:56:12 INFO nova"), Some(true));
-        assert_eq!(oslo_fast(b"2016-06-28 13:56:12 INFO nova:"), Some(false));
-        assert_eq!(oslo_fast(b"2016-06-28 13:56:12 INFO nov\xc3\xa9"), None);
-        assert_eq!(slice_chars("héllo", 1, Some(3)), "éll");
-        assert_eq!(slice_chars("ab", 5, None), "");
-        assert_eq!(cast_i32("2147483648"), None);
-        assert_eq!(cast_i32("-2147483648"), Some(i32::MIN));
-    }
 }

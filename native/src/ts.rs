@@ -4,8 +4,10 @@
 //! strptime when that fails; the observable result, which these functions reproduce, is: ASCII
 //! digits only, month 1-12, day valid for the month (proleptic Gregorian), hour <= 23, minute
 //! <= 59, second <= 60 (60 is a leap second: the next minute), and nanoseconds since the epoch
-//! computed in i64; years outside 1970..2199 (fields.TS_YEARS: durations between any two fit i64) are
-//! unreadable, as `fields.timestamp` makes them.
+//! computed in i64; years outside `years` (`fields.TS_YEARS`, passed as data: durations between any
+//! two fit i64) are unreadable, as `fields.timestamp` makes them. `tests/test_native_drift.py`
+//! compares these with `fields.timestamp` on a table of edge cases (exported as `oslo_ts` and
+//! `syslog_ts`).
 
 const NS: i64 = 1_000_000_000;
 
@@ -38,9 +40,16 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-fn secs(y: i64, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> Option<i64> {
+fn secs(y: i64, mo: u32, d: u32, h: u32, mi: u32, s: u32, years: (i64, i64)) -> Option<i64> {
     // years of fields.TS_YEARS: any two times differ by less than 2**63 ns
-    if !(1970..=2199).contains(&y) || !(1..=12).contains(&mo) || d == 0 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 60 {
+    if !(years.0..=years.1).contains(&y)
+        || !(1..=12).contains(&mo)
+        || d == 0
+        || d > days_in_month(y, mo)
+        || h > 23
+        || mi > 59
+        || s > 60
+    {
         return None;
     }
     Some(days_from_civil(y, mo, d) * 86_400 + (h * 3600 + mi * 60 + s) as i64)
@@ -55,7 +64,7 @@ fn digits(b: &[u8]) -> Option<u32> {
 }
 
 /// `YYYY-MM-DD HH:MM:SS` (exactly 19 bytes) -> seconds since the epoch.
-fn ymdhms(t: &[u8]) -> Option<i64> {
+fn ymdhms(t: &[u8], years: (i64, i64)) -> Option<i64> {
     if t.len() != 19 || t[4] != b'-' || t[7] != b'-' || t[10] != b' ' || t[13] != b':' || t[16] != b':' {
         return None;
     }
@@ -66,12 +75,13 @@ fn ymdhms(t: &[u8]) -> Option<i64> {
         digits(&t[11..13])?,
         digits(&t[14..16])?,
         digits(&t[17..19])?,
+        years,
     )
 }
 
 /// `ts_text = date + " " + time` -> ns (the oslo branch of `fields.timestamp`): null unless 19..29
 /// bytes with `.` or `,` after the seconds; the fraction (up to 9 digits) is scaled to ns.
-pub fn oslo_ts(date: &str, time: &str) -> Option<i64> {
+pub fn oslo_ts(date: &str, time: &str, years: (i64, i64)) -> Option<i64> {
     let n = date.len() + 1 + time.len();
     if !(19..=29).contains(&n) || !date.is_ascii() || !time.is_ascii() {
         return None;
@@ -83,7 +93,7 @@ pub fn oslo_ts(date: &str, time: &str) -> Option<i64> {
     if n > 19 && t[19] != b'.' && t[19] != b',' {
         return None;
     }
-    let s = ymdhms(&t[..19])?;
+    let s = ymdhms(&t[..19], years)?;
     let frac = &t[n.min(20)..n];
     let frac_ns = if frac.is_empty() {
         0
@@ -109,7 +119,7 @@ fn num12(b: &[u8]) -> Option<(u32, &[u8])> {
 /// The syslog branch of `fields.timestamp`: `strptime(f"{year} " + sysdate (first run of 2+ spaces
 /// made one), "%Y %b %d %H:%M:%S%.f")`. `sysdate` is `Mon D[D] HH:MM:SS[.f+]` as the header
 /// regex let it through; fields take 1-2 digits, the fraction its first 9 digits.
-pub fn syslog_ts(year: i32, sysdate: &str) -> Option<i64> {
+pub fn syslog_ts(year: i32, sysdate: &str, years: (i64, i64)) -> Option<i64> {
     if !sysdate.is_ascii() || !(1000..=9999).contains(&year) {
         return None;
     }
@@ -153,7 +163,7 @@ pub fn syslog_ts(year: i32, sysdate: &str) -> Option<i64> {
         }
         _ => return None,
     };
-    let s = secs(year as i64, mo, d, h, mi, sec)?;
+    let s = secs(year as i64, mo, d, h, mi, sec, years)?;
     Some(s.wrapping_mul(NS).wrapping_add(nanos))
 }
 
@@ -161,21 +171,26 @@ pub fn syslog_ts(year: i32, sysdate: &str) -> Option<i64> {
 mod tests {
     use super::*;
 
+    const Y: (i64, i64) = (1970, 2199);
+
     #[test]
     fn known_values() {
-        assert_eq!(oslo_ts("2016-06-28", "13:56:60"), Some(1_467_122_220 * NS));
-        assert_eq!(oslo_ts("2016-02-29", "00:00:00"), Some(1_456_704_000 * NS));
-        assert_eq!(oslo_ts("2015-02-29", "00:00:00"), None);
-        assert_eq!(oslo_ts("1500-01-01", "00:00:00"), Some(3_614_974_473_709_551_616));
-        assert_eq!(oslo_ts("0000-01-01", "00:00:00"), Some(-6_826_986_978_871_345_152));
-        assert_eq!(oslo_ts("2016-06-28", "13:56:12.360"), Some(1_467_122_172_360_000_000));
-        assert_eq!(syslog_ts(2016, "Jan 25 09:29:50"), Some(1_453_714_190 * NS));
-        assert_eq!(syslog_ts(2016, "Jan  5 09:29:50"), Some(1_451_986_190 * NS));
+        assert_eq!(oslo_ts("2016-06-28", "13:56:60", Y), Some(1_467_122_220 * NS));
+        assert_eq!(oslo_ts("2016-02-29", "00:00:00", Y), Some(1_456_704_000 * NS));
+        assert_eq!(oslo_ts("2015-02-29", "00:00:00", Y), None);
+        assert_eq!(oslo_ts("1500-01-01", "00:00:00", Y), None);
+        assert_eq!(oslo_ts("2200-01-01", "00:00:00", Y), None);
         assert_eq!(
-            syslog_ts(2016, "Jan 25 09:29:50.1234567891234"),
+            oslo_ts("2016-06-28", "13:56:12.360", Y),
+            Some(1_467_122_172_360_000_000)
+        );
+        assert_eq!(syslog_ts(2016, "Jan 25 09:29:50", Y), Some(1_453_714_190 * NS));
+        assert_eq!(syslog_ts(2016, "Jan  5 09:29:50", Y), Some(1_451_986_190 * NS));
+        assert_eq!(
+            syslog_ts(2016, "Jan 25 09:29:50.1234567891234", Y),
             Some(1_453_714_190_123_456_789)
         );
-        assert_eq!(syslog_ts(2016, "Jan 25 09:29:50."), None);
-        assert_eq!(syslog_ts(1500, "Jan 25 09:29:50"), Some(3_617_082_263_709_551_616));
+        assert_eq!(syslog_ts(2016, "Jan 25 09:29:50.", Y), None);
+        assert_eq!(syslog_ts(1500, "Jan 25 09:29:50", Y), None);
     }
 }

@@ -1,8 +1,9 @@
 """Record-assembly rules beyond "a header opens a record": which header-like lines continue the
-record above (modern tracebacks) and which lines of os-log-merger output belong to other programs.
+record above (modern tracebacks). (Which lines of os-log-merger output belong to other programs
+is the format's ``other`` pattern, :mod:`stacklens.ingest.formats.oslo_merged`.)
 
-Both rules are regular expressions for Rust's ``regex`` crate (Polars), shared with the native
-tokenizer (``native/src/tok.rs``), which runs the traceback rule as a state machine.
+The rule's regular expressions (Rust ``regex`` syntax) are shared with the native tokenizer
+(``native/src/tok.rs``), which runs it as a state machine.
 """
 
 from __future__ import annotations
@@ -11,20 +12,7 @@ import polars as pl
 
 from stacklens.ingest.formats import LineFormat
 
-__all__ = ["MRG_OTHER", "tb_patterns", "traceback_lines"]
-
-# os-log-merger (oslogmerger/oslogmerger.py, LogEntry.__str__: '%s [%s] %s' % (dt_str, alias,
-# data)) writes every entry of every merged file as "<its own timestamp text> [ALIAS] <data>":
-# oslo files' "2016-02-01 10:22:59.239", syslog "Oct 15 14:11:19[.525234]", libvirt
-# "2017-09-18 18:08:49.163+0000", qemu "2017-09-18T18:08:49.216429Z", raw syslog
-# "2017-04-03T21:48:21.781459-03:30", kernel-style "[275514.814982]"; older releases wrote
-# strftime('%Y-%m-%d %H:%M:%S.%f'). An entry that is neither an oslo header nor an old TRACE line
-# is another program's (ping, tcpdump, syslog neighbours): it and its padded extra lines (40
-# spaces, EXTRALINES_PADDING) are kept apart, in quarantine as ``merged_other``.
-MRG_OTHER = (
-    r"^(?:\d{4}-\d{2}-\d{2}[ T]\S+|[A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2}(?:\.\d+)?"
-    r"|\[ *\d+(?:\.\d+)?\]) \[[^\]]+\] "
-)
+__all__ = ["tb_patterns", "traceback_lines"]
 
 
 # Modern tracebacks (oslo.log >= 1.2.0, Kilo; commit 27f7fe5 "Change misleading TRACE to ERROR"):
@@ -33,16 +21,8 @@ MRG_OTHER = (
 # %(name)s %(instance)s``; deployments may add the request context; devstack under systemd uses
 # ``ERROR %(name)s %(instance)s``), rendered once per record: one asctime, pid and logger for all
 # lines, level always ERROR, and the last line is the bare prefix (the output ends with "\n").
-# ``_TB_LINE`` cuts a header candidate into the record key (everything before the level except
-# a syslog date, which journald stamps per line) + level + logger + the rest.
-_TB_LINE = {
-    "oslo": r"^(?P<k>\S+ \S+ (?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
-    "oslo_prefixed": r"^(?P<k>\S+ \S+ \S+ (?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
-    "oslo_merged": r"^(?P<k>\S+ \S+ \[[^\]]+\] (?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
-    "oslo_nots": r"^(?P<k>(?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
-    "syslog": r"^[A-Z][a-z]{2} +\d+ \S+ (?P<k>\S+ [^\s:\[]+(?:\[\d+\])?: "
-    r"(?:\d{4}-\d{2}-\d{2} \S+ )?(?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
-}
+# The format's ``tb_line`` cuts a header candidate into the record key (everything before the
+# level except a syslog date, which journald stamps per line) + level + logger + the rest.
 _TB_TAGS = r"^ ?(?:\[[^\]]*\] ?)*"  # request context / [instance: X] of the prefix
 _TB_START = _TB_TAGS + r"(?:\s*\+ Exception Group )?Traceback \(most recent call last\):\s*$"
 _TB_CHAIN = _TB_TAGS + (
@@ -54,7 +34,7 @@ _TB_BLANK = _TB_TAGS + r"\s*$"
 
 def tb_patterns(fmt: LineFormat) -> dict[str, str]:
     """The traceback-rule patterns the native tokenizer runs (same as :func:`traceback_lines`)."""
-    return {"tb_line": _TB_LINE[fmt.name], "tb_start": _TB_START, "tb_chain": _TB_CHAIN,
+    return {"tb_line": fmt.tb_line, "tb_start": _TB_START, "tb_chain": _TB_CHAIN,
             "tb_blank": _TB_BLANK}
 
 
@@ -75,7 +55,7 @@ def traceback_lines(cand: pl.DataFrame, fmt: LineFormat) -> pl.Series:
     err = pl.col("raw").str.contains(" ERROR ", literal=True).fill_null(False)
     need = err | err.shift(-1).fill_null(False)
     g = cand.select(
-        "fidx", pl.when(need).then(pl.col("raw")).str.extract_groups(_TB_LINE[fmt.name]).alias("g")
+        "fidx", pl.when(need).then(pl.col("raw")).str.extract_groups(fmt.tb_line).alias("g")
     ).unnest("g")
     key = pl.col("k") + " " + pl.col("lg")
     rest = pl.col("rest")

@@ -36,6 +36,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from stacklens.vocab import RpcKind
+from stacklens.vocab import is_client as vocab_is_client
+
 __all__ = ["MAX_DUR_S", "add_facts"]
 
 #: longest duration (s) an access/client/``Took`` line may state; beyond, the value is garbage
@@ -62,12 +65,12 @@ _RPC = (
 )
 _RPC_TOPIC = r"(?:CALL msg_id|CAST unique_id): [0-9a-f]{32} (?:exchange '[^']*'|FANOUT) topic '([^']*)'"
 _RPC_KIND = {
-    "CALL msg_id": "call",
-    "CAST unique_id": "cast",
-    "received message msg_id": "recv_call",
-    "received message with unique_id": "recv_cast",
-    "sending reply msg_id": "reply_send",
-    "received reply msg_id": "reply_recv",
+    "CALL msg_id": RpcKind.CALL.value,
+    "CAST unique_id": RpcKind.CAST.value,
+    "received message msg_id": RpcKind.RECV_CALL.value,
+    "received message with unique_id": RpcKind.RECV_CAST.value,
+    "sending reply msg_id": RpcKind.REPLY_SEND.value,
+    "received reply msg_id": "reply_recv",  # the caller's side; not in vocab.RpcKind
 }
 _LOCK = r"Lock \"([^\"]+)\" \"?(?:acquired|released)\"? by \"[^\"]+\" :: (waited|held) (\d+\.\d+)s"
 
@@ -123,7 +126,7 @@ def add_facts(events: pl.DataFrame, stats: list | None = None) -> pl.DataFrame:
     count, detail)`` rows for durations that were not finite, negative or above
     :data:`MAX_DUR_S` (those become null; the line keeps its method, path and status)."""
     m = pl.col("message")
-    is_client = pl.col("logger").str.ends_with("rest_client")
+    is_client = vocab_is_client()  # null logger -> False: the same rows as when(null)
     lock_kind = m.str.extract(_LOCK, 2)
     ev = events.with_row_index("_row").with_columns(
         _o=m.str.extract_groups(_WSGI_OSLO),

@@ -1,13 +1,17 @@
 """Per-line field rules of the oslo.log formats, shared by the Polars and the native tokenizer.
 
-The regular expressions here are passed to the native tokenizer as data
-(:func:`stacklens.ingest.tokenize._native_patterns`); the Polars expressions :func:`timestamp`
-and :func:`context` are mirrored by hand in ``native/src/ts.rs`` and ``native/src/tok.rs``
-(``tests/test_native.py`` keeps the two paths identical): change them together.
+Every format-specific fact comes from the format's module (:mod:`stacklens.ingest.formats`);
+the rules here are generic over :class:`~stacklens.ingest.formats.LineFormat`. The regular
+expressions and constants are passed to the native tokenizer as data
+(:func:`stacklens.ingest.tokenize.native_patterns`). Two rules stay code on both sides: the
+timestamp parser (:func:`timestamp`, ``native/src/ts.rs``) and the request-context split
+(:func:`context`, ``native/src/rules.rs``); ``tests/test_native_drift.py`` runs a table of their
+edge cases through both and fails when they diverge.
 
 Sources: oslo.log ``logging_context_format_string`` / ``logging_default_format_string`` (Havana
 to 2025.1) for the record header and context; syslog/journald ``short-precise`` for the syslog
-wrapper; loghub's collector prefix; os-log-merger's ``'%s [%s] %s'`` entry format.
+wrapper; loghub's collector prefix; os-log-merger's ``'%s [%s] %s'`` entry format; devstack's
+``stack.sh`` (``set -o xtrace``: shell-trace lines start with ``+ ``).
 """
 
 from __future__ import annotations
@@ -15,8 +19,22 @@ from __future__ import annotations
 import polars as pl
 
 from stacklens.ingest.formats import LineFormat
+from stacklens.ingest.formats.base import OSLO_DATE, PLACEHOLDER
+from stacklens.vocab import UUID
 
-__all__ = ["TS_YEARS", "context", "prefix", "timestamp", "trace_rx"]
+__all__ = [
+    "BINARY",
+    "DEBUG_SUFFIX",
+    "HAS_PID",
+    "INSTANCE",
+    "INSTANCE_TAG",
+    "SHELL_PREFIX",
+    "TS_YEARS",
+    "context",
+    "prefix",
+    "timestamp",
+    "trace_rx",
+]
 
 #: Years a timestamp may have; other years make the timestamp unreadable (``bad_timestamp``),
 #: never wrap. Every instant of 1970..2199 fits ``datetime[ns]`` and any two of them differ by
@@ -24,63 +42,54 @@ __all__ = ["TS_YEARS", "context", "prefix", "timestamp", "trace_rx"]
 #: (a 1700 and a 2200 time would: issue 15). 1970 keeps hosts whose clock was never set.
 TS_YEARS = (1970, 2199)
 
-_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-_REQ = "req-" + _UUID
-_BINARY = r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]"
-_OSLO_DATE = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?"
-_DEBUG_SUFFIX = r"(?:\s*\{\{\(pid=\d+\) [^}]*\}\}|\s\S+ /\S+\.py:\d+)$"
-_HAS_PID = r"^\d+$"
-# wrapper prefixes (see prefix); shared with the native tokenizer
-_PFX_PROG, _PFX_CORE = r"^(\S+) ", r"^\S+ "
-_MRG_ALIAS, _MRG_CORE, _MRG_CORE_REP = r"^\S+ \S+ \[([^\]]+)\] ", r"^(\S+ \S+) \[[^\]]+\] ", "${1} "
-_SYS_HEAD = r"^[A-Z][a-z]{2} +\d+ \S+ \S+ [^\s:\[]+(?:\[\d+\])?: "  # prog may hold '@'
-_SYS_DATE = r"^([A-Z][a-z]{2} +\d+ \S+) "
-_SYS_HOST = r"^[A-Z][a-z]{2} +\d+ \S+ (\S+) "
-_SYS_PROG = r"^[A-Z][a-z]{2} +\d+ \S+ \S+ ([^\s:\[]+)"
-_SYS_SPID = r"^[A-Z][a-z]{2} +\d+ \S+ \S+ [^\s:\[]+\[(\d+)\]"
-_SYS_PLACEHOLDER = "0000-00-00 00:00:00 "
+#: bytes that make a non-header line ``binary`` (quarantined): C0 controls but TAB..CR and ESC, DEL
+BINARY = r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]"
+#: devstack's DEBUG suffix, cut off DEBUG messages: ``{{(pid=N) func /path/x.py:L}}`` or the
+#: older `` func /path/x.py:L``
+DEBUG_SUFFIX = r"(?:\s*\{\{\(pid=\d+\) [^}]*\}\}|\s\S+ /\S+\.py:\d+)$"
+#: the third space-separated field is a pid (else it is the level)
+HAS_PID = r"^\d+$"
+#: devstack shell-trace lines (``set -o xtrace``) between records: counted, not kept
+SHELL_PREFIX = "+ "
+#: a message starting with this is tagged with an instance (nova's ``[instance: <uuid>]``), not a
+#: request context
+INSTANCE_TAG = "[instance: "
+#: the instance tag with its UUID as group 1
+INSTANCE = r"^\[instance: (" + UUID + r")\]"
 
 
 def prefix(fmt: LineFormat, raw: pl.Expr) -> dict[str, pl.Expr]:
-    """Expressions splitting a wrapper prefix off ``raw``: ``core`` (the oslo part) and the
-    prefix's own fields."""
-    if fmt.name == "oslo_prefixed":
-        return {"prog": raw.str.extract(_PFX_PROG, 1), "core": raw.str.replace(_PFX_CORE, "")}
-    if fmt.name == "oslo_merged":
-        return {
-            "alias": raw.str.extract(_MRG_ALIAS, 1),
-            "core": raw.str.replace(_MRG_CORE, _MRG_CORE_REP),
-        }
-    if fmt.name == "syslog":
-        rest = raw.str.replace(_SYS_HEAD, "")
-        return {
-            "sysdate": raw.str.extract(_SYS_DATE, 1),
-            "host": raw.str.extract(_SYS_HOST, 1),
-            "prog": raw.str.extract(_SYS_PROG, 1),
-            "spid": raw.str.extract(_SYS_SPID, 1),
-            # journald lines without an oslo timestamp get a placeholder so one parser serves
-            "core": pl.when(rest.str.contains("^" + _OSLO_DATE + " "))
-            .then(rest)
-            .otherwise(pl.lit(_SYS_PLACEHOLDER) + rest),
-        }
-    if fmt.name == "oslo_nots":  # a placeholder date so one parser serves; ts_ns stays null
-        return {"core": pl.lit(_SYS_PLACEHOLDER) + raw}
-    return {"core": raw}
+    """Expressions splitting the format's wrapper prefix (:class:`~stacklens.ingest.formats.
+    Prefix`) off ``raw``: ``core`` (the oslo part, with :data:`~stacklens.ingest.formats.base.
+    PLACEHOLDER` in front where the format has no timestamp there) and the prefix's own fields."""
+    p = fmt.prefix
+    out = {col: raw.str.extract(rx, 1) for col, rx in p.extract}
+    core = raw if p.strip is None else raw.str.replace(p.strip, p.strip_rep)
+    if p.placeholder:
+        core = (
+            pl.when(core.str.contains("^" + OSLO_DATE + " "))
+            .then(core)
+            .otherwise(pl.lit(PLACEHOLDER) + core)
+        )
+    out["core"] = core
+    return out
 
 
 def trace_rx(fmt: LineFormat) -> str:
     """Old releases' ``TRACE`` lines look like headers but continue the record above."""
-    if fmt.name == "oslo_nots":
-        return r"^(?:\d+ )?TRACE "
-    return r"^\S+ \S+ (?:\d+ )?TRACE " if fmt.name == "oslo" else r" \d+ TRACE [\w.]+ "
+    return fmt.trace
 
 
 def timestamp(fmt: LineFormat) -> pl.Expr:
     """``ts_text`` (``YYYY-MM-DD HH:MM:SS[.,]fff[fff]``) -> ns since epoch, UTC as assumed;
-    null (unreadable) when malformed or its year is outside :data:`TS_YEARS`.
+    null (unreadable) when malformed or its year is outside :data:`TS_YEARS`. Syslog lines
+    without an oslo timestamp (``ts_text`` is the placeholder's) take ``sysdate`` in the file's
+    year (``_year``). Int64 ns.
 
     The whole seconds are parsed with a cache (lines share their second) and the fraction is
     added as an integer, which is several times cheaper than parsing every full timestamp."""
+    if fmt.timestamp == "none":
+        return pl.lit(None, dtype=pl.Int64)
     t = pl.col("ts_text")
     sec = t.str.slice(0, 19).str.strptime(
         pl.Datetime("ns"), "%Y-%m-%d %H:%M:%S", strict=False, cache=True
@@ -96,16 +105,14 @@ def timestamp(fmt: LineFormat) -> pl.Expr:
         & t.str.slice(0, 4).cast(pl.Int32, strict=False).is_between(*TS_YEARS)
     )
     oslo = pl.when(well_formed).then(sec.cast(pl.Int64) + frac_ns)
-    if fmt.name == "oslo_nots":
-        return pl.lit(None, dtype=pl.Int64)
-    if fmt.name != "syslog":
+    if fmt.timestamp == "oslo":
         return oslo
     sysd = pl.when(pl.col("_year").is_between(*TS_YEARS)).then(
         (pl.col("_year").cast(pl.String) + " " + pl.col("sysdate").str.replace(r"  +", " "))
         .str.strptime(pl.Datetime("ns"), "%Y %b %d %H:%M:%S%.f", strict=False)
         .cast(pl.Int64)
     )
-    return pl.when(t.str.starts_with("0000")).then(sysd).otherwise(oslo)
+    return pl.when(t.str.starts_with(PLACEHOLDER[:4])).then(sysd).otherwise(oslo)
 
 
 def context() -> dict[str, pl.Expr]:
@@ -114,7 +121,9 @@ def context() -> dict[str, pl.Expr]:
     ``req-X user project domain user_domain project_domain`` (Mitaka on), ``None req-X ...`` and
     ``req-G req-X ...`` (global request id first, Pike on). ``-``/``None`` become null."""
     t = [pl.col(f"_c_field_{i}") for i in range(4)]
-    two = (t[1].str.starts_with("req-") & (t[0].str.starts_with("req-") | (t[0] == "None"))).fill_null(False)
+    two = (
+        t[1].str.starts_with("req-") & (t[0].str.starts_with("req-") | (t[0] == "None"))
+    ).fill_null(False)
     one = t[0].str.starts_with("req-").fill_null(False) & ~two
 
     def _field(v: pl.Expr) -> pl.Expr:

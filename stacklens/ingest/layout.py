@@ -38,6 +38,7 @@ from stacklens.ingest.names import (
     host_from_path,
     service_from_name,
 )
+from stacklens.vocab import UUID
 
 __all__ = ["FileNames", "KNOWN_SERVICES", "infer_layout", "merged_names", "merger_alias",
            "service_from_loggers", "split_service"]
@@ -114,7 +115,7 @@ def _resolve(name: str, parent: str | None) -> str | None:
 def _base(path: str) -> str:
     base = _strip_suffixes(PurePath(path).name)
     base = base.removeprefix("screen-").removeprefix("devstack@").removesuffix(".service")
-    return re.sub(r"-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$", "", base)
+    return re.sub("-" + UUID + "$", "", base)
 
 
 def split_service(path: str) -> tuple[str | None, str | None]:

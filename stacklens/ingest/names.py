@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from stacklens.errors import MapError
+from stacklens.vocab import UUID
 
 __all__ = ["NameMap", "host_from_path", "service_from_name"]
 
@@ -66,7 +67,7 @@ _PROJECTS = ("nova", "neutron", "cinder", "glance", "keystone", "placement", "he
 _ROTATION = re.compile(
     r"(\.(txt|log|gz))+$|(\.\d+)+$|-\d{8}$|\.\d{4}-\d{2}-\d{2}[-_][\d:]+$|\.log[\w.:\-]*$"
 )
-_UUID_TAIL = re.compile(r"-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$")
+_UUID_TAIL = re.compile("-" + UUID + "$")
 
 
 def _strip_suffixes(name: str) -> str:

@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import polars as pl
@@ -27,7 +27,7 @@ from stacklens.ingest.timezone import TzSpec, apply_tz, parse_tz
 from stacklens.ingest.tokenize import FileChunk, tokenize_batch
 from stacklens.schema import conform, empty
 
-__all__ = ["IngestResult", "ingest", "ingest_files", "layout_of"]
+__all__ = ["IngestResult", "ingest", "ingest_files", "layout_of", "within_window"]
 
 _SAMPLE_LINES = 400
 _BATCH_BYTES = 64 << 20  # tokenize small files together, up to about this many bytes
@@ -57,6 +57,8 @@ class IngestResult:
     wall_s: float = 0.0
     inputs: list[str] = field(default_factory=list)
     timezone_summary: str = TIMEZONE_ASSUMPTION  # what the times are, in words; starts "UTC"
+    #: records dropped by ``ingest(window_ns=...)`` (not in ``events``; one ``ingest_stats`` row)
+    outside_window: int = 0
 
 
 @dataclass
@@ -80,7 +82,8 @@ class _Tokenized:
 def _sample_lines(data: bytes) -> list[str]:
     """The first lines of ``data`` for format detection, each cut to a few KiB (a 1 MB first
     line must not hide the records after it)."""
-    out, pos = [], 0
+    out: list[str] = []
+    pos = 0
     while len(out) < _SAMPLE_LINES and pos < len(data):
         end = data.find(b"\n", pos)
         end = len(data) if end < 0 else end
@@ -226,6 +229,7 @@ def ingest(
     on_file: Callable[[int, int, int], None] | None = None,
     batch_bytes: int = _BATCH_BYTES,
     tz: list[str] | None = None,
+    window_ns: tuple[int, int] | None = None,
 ) -> IngestResult:
     """Read every log under ``paths`` into the canonical tables.
 
@@ -235,9 +239,14 @@ def ingest(
     IANA name or ``+HH:MM``, see :func:`~stacklens.ingest.timezone.parse_tz`). ``on_file(done, total, lines)`` is called after each
     file is read. Raises :class:`~stacklens.errors.InputNotFound` for a missing path and
     :class:`~stacklens.errors.NoLogsFound` when no file holds log records.
+
+    ``window_ns = (start_ns, end_ns)`` (UTC ns, both ends included) keeps only the records whose
+    ``ts_ns`` is inside (a run's time window; records without a time are dropped too) and adds
+    one ``ingest_stats`` row ``("*", "outside_run_window", "info", n, ...)`` counting the others
+    (also in :attr:`IngestResult.outside_window`; ``lines`` and ``files_read`` stay totals).
     """
-    return ingest_files(
-        list(find_files(paths)),
+    res = ingest_files(
+        list(find_files(list(paths))),
         names=names,
         tz_offset_s=tz_offset_s,
         workers=workers,
@@ -246,6 +255,22 @@ def ingest(
         inputs=[str(p) for p in paths],
         tz=tz,
     )
+    return res if window_ns is None else within_window(res, window_ns)
+
+
+def within_window(res: IngestResult, window_ns: tuple[int, int]) -> IngestResult:
+    """``res`` with only the records inside ``window_ns = (start_ns, end_ns)`` (see
+    :func:`ingest`); the dropped ones are counted in one ``outside_run_window`` stats row."""
+    events = res.events
+    inside = pl.col("ts_ns").is_between(*window_ns)
+    n_out = events.height - events.filter(inside).height
+    events = events.filter(inside)
+    row = pl.DataFrame(
+        [("*", "outside_run_window", "info", n_out, "records outside the run's time window")],
+        schema=res.ingest_stats.schema, orient="row",
+    )
+    return replace(res, events=events, ingest_stats=pl.concat([res.ingest_stats, row]),
+                   outside_window=n_out)
 
 
 def ingest_files(

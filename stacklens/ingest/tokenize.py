@@ -23,12 +23,13 @@ without timestamps (format ``oslo_nots``) give records with ``ts_ns`` null in fi
 Native path: when the optional extension ``stacklens_native`` (Rust, ``native/`` in the repository)
 is installed, :func:`tokenize_batch` runs the per-line work there (line splitting, header check,
 record assembly, fields, timestamps, redaction) in one parallel pass and only the per-file
-joins stay in Polars. It gets its regular expressions from this module and from
-:mod:`~stacklens.ingest.redact` and produces the same tables as the Polars path below, which stays
-the reference and the fallback (``tests/test_native.py`` compares the two on the real logs and on
-fuzzed input). ``STACKLENS_NATIVE=0`` forces the Polars path. The native code mirrors
-:func:`~stacklens.ingest.fields.timestamp` and :func:`~stacklens.ingest.fields.context` by
-hand: change them together.
+joins stay in Polars. It names no format: it gets every rule of the file's format as data
+(:func:`native_patterns`, from :mod:`stacklens.ingest.formats`, :mod:`~stacklens.ingest.fields`
+and :mod:`~stacklens.ingest.redact`) and produces the same tables as the Polars path below,
+which stays the reference and the fallback (``tests/test_native.py`` compares the two on the
+real logs and on fuzzed input). ``STACKLENS_NATIVE=0`` forces the Polars path. The timestamp
+and request-context rules stay code on both sides; ``tests/test_native_drift.py`` fails when
+they diverge.
 """
 
 from __future__ import annotations
@@ -40,41 +41,22 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from stacklens.ingest.assembly import MRG_OTHER as _MRG_OTHER
 from stacklens.ingest.assembly import tb_patterns as _tb_patterns
 from stacklens.ingest.assembly import traceback_lines as _traceback_lines
 from stacklens.ingest.fields import (
-    _BINARY,
-    _DEBUG_SUFFIX,
-    _HAS_PID,
-    _MRG_ALIAS,
-    _MRG_CORE,
-    _MRG_CORE_REP,
-    _OSLO_DATE,
-    _PFX_CORE,
-    _PFX_PROG,
-    _SYS_DATE,
-    _SYS_HEAD,
-    _SYS_HOST,
-    _SYS_PLACEHOLDER,
-    _SYS_PROG,
-    _SYS_SPID,
-    _UUID,
+    BINARY,
+    DEBUG_SUFFIX,
+    HAS_PID,
+    INSTANCE,
+    INSTANCE_TAG,
+    SHELL_PREFIX,
+    TS_YEARS,
 )
-from stacklens.ingest.fields import (
-    context as _context,
-)
-from stacklens.ingest.fields import (
-    prefix as _prefix,
-)
-from stacklens.ingest.fields import (
-    timestamp as _timestamp,
-)
-from stacklens.ingest.fields import (
-    trace_rx as _trace_rx,
-)
+from stacklens.ingest.fields import context as _context
+from stacklens.ingest.fields import prefix as _prefix
+from stacklens.ingest.fields import timestamp as _timestamp
 from stacklens.ingest.formats import LineFormat
-from stacklens.ingest.names import MERGER_ALIASES, service_from_name
+from stacklens.ingest.formats.base import OSLO_DATE, PLACEHOLDER
 from stacklens.ingest.redact import _CHEAP, _REPLACEMENT, _SECRET, redact, redact_columns
 
 try:  # the native tokenizer is optional: built from native/ (see native/README.md)
@@ -303,42 +285,50 @@ def _select_events(ev: pl.DataFrame, fmt: LineFormat, pid: pl.Expr, n_lines: pl.
     )
 
 
-def _native_patterns(fmt: LineFormat) -> dict[str, str]:
-    """Every regular expression the native tokenizer runs, from this module and redact."""
+def native_patterns(fmt: LineFormat) -> dict[str, str]:
+    """Everything format-specific the native tokenizer runs, as data (``{key: str}``): the
+    format's regexes (:mod:`stacklens.ingest.formats`), the shared field rules
+    (:mod:`stacklens.ingest.fields`), the traceback rule and redaction. Keys ``x_<col>`` are the
+    prefix's extract rules (``x_svc`` is the column that names the service); ``ts`` is the
+    timestamp kind, ``ts_year_min``/``ts_year_max`` :data:`~stacklens.ingest.fields.TS_YEARS`."""
+    pre = fmt.prefix
     p = {
         "header": _nonamed(fmt.header),
-        "trace": _trace_rx(fmt),
-        "has_pid": _HAS_PID,
-        "debug_suffix": _DEBUG_SUFFIX,
+        "trace": fmt.trace,
+        "has_pid": HAS_PID,
+        "debug_suffix": DEBUG_SUFFIX,
+        "binary": BINARY,
+        "shell_prefix": SHELL_PREFIX,
+        "instance": INSTANCE,
+        "instance_tag": INSTANCE_TAG,
+        "ts": fmt.timestamp,
+        "ts_year_min": str(TS_YEARS[0]),
+        "ts_year_max": str(TS_YEARS[1]),
         "redact_cheap": _CHEAP,
         "redact_secret": _SECRET,
         "redact_replacement": _REPLACEMENT,
         **_tb_patterns(fmt),
     }
-    if fmt.name == "oslo_prefixed":
-        p |= {"prog": _PFX_PROG, "core": _PFX_CORE}
-    elif fmt.name == "oslo_merged":
-        p |= {"alias": _MRG_ALIAS, "core": _MRG_CORE, "core_rep": _MRG_CORE_REP,
-              "other": _MRG_OTHER}
-    elif fmt.name == "syslog":
-        p |= {
-            "sysdate": _SYS_DATE,
-            "host": _SYS_HOST,
-            "prog": _SYS_PROG,
-            "spid": _SYS_SPID,
-            "core": _SYS_HEAD,
-            "oslo_date": "^" + _OSLO_DATE + " ",
-            "placeholder": _SYS_PLACEHOLDER,
-        }
+    for col, rx in pre.extract:
+        p["x_svc" if col == fmt.service_from else f"x_{col}"] = rx
+    if pre.strip is not None:
+        p |= {"core": pre.strip, "core_rep": pre.strip_rep}
+    if pre.placeholder:
+        p |= {"oslo_date": "^" + OSLO_DATE + " ", "placeholder": PLACEHOLDER}
+    if fmt.other is not None:
+        p["other"] = fmt.other
     return p
+
+
+_native_patterns = native_patterns  # the name tests/test_native.py uses
 
 
 def _tokenize_native(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult | None:
     """:func:`tokenize_batch` on the native tokenizer; None where it does not apply (syslog
     years it does not parse like Polars), then the Polars path runs."""
-    if fmt.name == "syslog" and not all(1000 <= c.year <= 9999 for c in chunks):
+    if fmt.timestamp == "syslog" and not all(1000 <= c.year <= 9999 for c in chunks):
         return None
-    if fmt.name == "oslo_nots":  # rare; the native tokenizer has no untimed records
+    if not fmt.native:  # e.g. oslo_nots: the native tokenizer has no untimed records
         return None
     stats = _control_chars(chunks)
     files = [c.file for c in chunks]
@@ -367,7 +357,7 @@ def _tokenize_native(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
     )
     nat = pl.Series(ev_t).struct.unnest()
     fidx = nat.get_column("fidx")
-    ev = nat.rename({"svc": "alias" if fmt.name == "oslo_merged" else "prog"}).with_columns(
+    ev = nat.rename({"svc": fmt.service_from or "prog"}).with_columns(
         file=meta.get_column("file").gather(fidx),
         _host=meta.get_column("_host").gather(fidx),
         _service=meta.get_column("_service").gather(fidx),
@@ -387,7 +377,7 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
     meta = _meta(chunks)
     header_rx = _nonamed(fmt.header)
     raw = pl.col("raw")
-    trace_rx = _trace_rx(fmt)
+    trace_rx = fmt.trace
     df = df.with_columns(
         long=raw.str.len_bytes() > MAX_LINE_CHARS,
         lossy=raw.str.contains("\ufffd", literal=True),
@@ -401,10 +391,10 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
                 is_header=df.get_column("is_header").scatter(cand_idx.filter(tb), False)
             )
     foreign = pl.lit(False)
-    if fmt.name == "oslo_merged":
+    if fmt.other is not None:
         # old releases' TRACE lines are full oslo lines too: they stay continuations
         foreign = (
-            ~pl.col("is_header") & raw.str.contains(_MRG_OTHER) & ~raw.str.contains(trace_rx)
+            ~pl.col("is_header") & raw.str.contains(fmt.other) & ~raw.str.contains(trace_rx)
         ).fill_null(False)
     opens = pl.col("is_header") | pl.col("foreign") | (pl.col("line_no") == 1)
     df = df.with_columns(foreign=foreign).with_columns(
@@ -429,12 +419,12 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
                 stats.append((row["file"], kind, sev, int(row[kind]), text))
 
     body = df.filter(~pl.col("is_header") & raw.is_not_null()).with_columns(
-        binary=raw.str.contains(_BINARY), shell=raw.str.starts_with("+ ")
+        binary=raw.str.contains(BINARY), shell=raw.str.starts_with(SHELL_PREFIX)
     )
     for fidx, n_shell in body.filter("shell").group_by("fidx").len().sort("fidx").iter_rows():
         stats.append((files[fidx], "shell_trace", "info", n_shell, "devstack shell-trace lines"))
     body = body.filter(~pl.col("shell"))
-    q_cols = [
+    q_cols: list[str | pl.Expr] = [
         "fidx",
         "line_no",
         redact(raw.str.slice(0, MAX_RAW_CHARS)).alias("raw"),
@@ -465,13 +455,13 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
     ctx_end = rest.str.find("]", literal=True)
     # a context is "[...]" right after the logger; "[instance: ...]" there is the message's tag
     has_ctx = (
-        rest.str.starts_with("[") & ~rest.str.starts_with("[instance: ") & ctx_end.is_not_null()
+        rest.str.starts_with("[") & ~rest.str.starts_with(INSTANCE_TAG) & ctx_end.is_not_null()
     )
     long_lines = df.get_column("long").any()
     heads_lf = df.lazy().filter(pl.col("is_header")).select(
         "rec", "fidx", "line_no", raw.str.slice(0, MAX_LINE_CHARS) if long_lines else raw
     )
-    if fmt.name == "syslog":
+    if fmt.timestamp == "syslog":
         heads_lf = heads_lf.join(
             meta.lazy().select("fidx", "_year"), on="fidx", how="left", maintain_order="left"
         )
@@ -481,7 +471,7 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
         heads_lf.with_columns(**pre)
         .with_columns(_f=core.str.split_exact(" ", 5))
         .unnest("_f", separator="_")
-        .with_columns(_has_pid=pl.col("_f_field_2").str.contains(_HAS_PID))
+        .with_columns(_has_pid=pl.col("_f_field_2").str.contains(HAS_PID))
         .with_columns(_rest=core.str.slice(off))
         .with_columns(
             ctx=pl.when(has_ctx).then(rest.str.slice(1, ctx_end - 1)),
@@ -496,10 +486,10 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
         .with_columns(**_context(), ts_ns=_timestamp(fmt))
         .collect()
     )
-    if fmt.name == "oslo_nots":
+    if fmt.timestamp == "none":
         for fidx, n_nots in heads.group_by("fidx").len().sort("fidx").iter_rows():
             stats.append((files[fidx], "no_timestamp", "info", n_nots, _NOTS_DETAIL))
-    bad_ts = heads.filter(pl.col("ts_ns").is_null() & (fmt.name != "oslo_nots"))
+    bad_ts = heads.filter(pl.col("ts_ns").is_null() & (fmt.timestamp != "none"))
     if bad_ts.height:
         heads = heads.filter(pl.col("ts_ns").is_not_null())
         # the unreadable record goes to quarantine whole: its header and its continuation lines
@@ -517,9 +507,9 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
     msg = pl.col("message")
     heads = heads.with_columns(
         message=pl.when(pl.col("level") == "DEBUG")
-        .then(msg.str.replace(_DEBUG_SUFFIX, ""))
+        .then(msg.str.replace(DEBUG_SUFFIX, ""))
         .otherwise(msg),
-        instance_uuid=msg.str.extract(r"^\[instance: (" + _UUID + r")\]", 1),
+        instance_uuid=msg.str.extract(INSTANCE, 1),
     )
     # row order is part of the result: records in file and line order
     ev = heads.join(cont, on="rec", how="left", maintain_order="left").join(
@@ -537,14 +527,12 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
 
 
 def _service_expr(fmt: LineFormat, heads: pl.DataFrame) -> pl.Expr:
-    """Per-line service from the syslog program / collector prefix / os-log-merger alias."""
-    if not fmt.per_line_service:
+    """Per-line service from the format's ``service_from`` column (syslog program, collector
+    prefix, os-log-merger alias), named by its ``service_name``."""
+    if fmt.service_from is None:
         return pl.lit(None, dtype=pl.String)
-    col = "alias" if fmt.name == "oslo_merged" else "prog"
+    col = fmt.service_from
     # few distinct names per file: map each once in Python, then vectorized
     names = [v for v in heads.get_column(col).unique().to_list() if v is not None]
-    if fmt.name == "oslo_merged":
-        mapping = {v: MERGER_ALIASES.get(v.upper(), v.lower()) for v in names}
-    else:
-        mapping = {v: service_from_name(v) for v in names}
+    mapping = {v: fmt.service_name(v) for v in names}
     return pl.col(col).replace_strict(mapping, default=None, return_dtype=pl.String)
