@@ -93,8 +93,7 @@ def ingest_step(store: RunStore, paths: Sequence[str], opts: IngestOptions | Non
 
     res = ingest(list(paths), names=NameMap(list(opts.host_map), list(opts.service_map)),
                  tz_offset_s=opts.tz_offset_s, workers=opts.workers, on_file=on_file,
-                 tz=list(opts.tz))
-    res = _keep_window(res, opts.window_ns)
+                 tz=list(opts.tz), window_ns=opts.window_ns)
     store.write({"events": res.events, "ingest_stats": res.ingest_stats,
                  "quarantine": res.quarantine})
     section = IngestSection(
@@ -107,23 +106,6 @@ def ingest_step(store: RunStore, paths: Sequence[str], opts: IngestOptions | Non
     )
     store.write_section("ingest", section, inputs=res.inputs)
     return section
-
-
-def _keep_window(res: Any, window_ns: tuple[int, int] | None) -> Any:
-    # TODO(h-f): moves into ingest (ingest(..., window_ns=...))
-    import dataclasses
-
-    import polars as pl
-
-    if window_ns is None:
-        return res
-    inside = pl.col("ts_ns").is_between(*window_ns)
-    kept = res.events.filter(inside)
-    stats = pl.concat([res.ingest_stats, pl.DataFrame(
-        [("*", "outside_run_window", "info", res.events.height - kept.height,
-          "records outside the run's time window")],
-        schema=res.ingest_stats.schema, orient="row")])
-    return dataclasses.replace(res, events=kept, ingest_stats=stats)
 
 
 def trace_step(store: RunStore, on_progress: OnProgress | None = None) -> TraceSection:
