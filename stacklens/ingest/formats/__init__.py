@@ -24,7 +24,14 @@ import re
 from stacklens.ingest.formats import oslo, oslo_merged, oslo_nots, oslo_prefixed, syslog
 from stacklens.ingest.formats.base import LineFormat, Prefix
 
-__all__ = ["FORMATS", "REGISTRY", "LineFormat", "Prefix", "by_name", "detect_format"]
+__all__ = [
+    "FORMATS",
+    "LineFormat",
+    "Prefix",
+    "REGISTRY",
+    "by_name",
+    "detect_format",
+]
 
 #: Every format, in detection-tie order. One line per format module.
 REGISTRY: list[LineFormat] = [

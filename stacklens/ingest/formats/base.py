@@ -19,7 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["DATE", "OSLO_DATE", "PLACEHOLDER", "TAIL", "LineFormat", "Prefix"]
+__all__ = [
+    "DATE",
+    "LineFormat",
+    "OSLO_DATE",
+    "PLACEHOLDER",
+    "Prefix",
+    "TAIL",
+]
 
 #: the oslo timestamp as named groups ``date`` and ``time`` (``YYYY-MM-DD HH:MM:SS[.,]fff``)
 DATE = r"(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)"
