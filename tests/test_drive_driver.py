@@ -12,12 +12,12 @@ from pathlib import Path
 import httpx
 import polars as pl
 import pytest
+from doubles.fake_nova import FakeNova
 
 from stacklens.drive.cleanup import cleanup_prefix
 from stacklens.drive.client import ComputeClient, Connection, iso, resolve_connection
 from stacklens.drive.clock import LoopClock, run_virtual
 from stacklens.drive.driver import Driver
-from stacklens.drive.fake_nova import FakeNova
 from stacklens.drive.plan import Plan
 from stacklens.drive.records import RecordWriter, RequestRecord, read_records, to_frame
 from stacklens.drive.scenario import Sla, parse_scenario

@@ -22,7 +22,7 @@ def _local_lab(cloud: str | None) -> list[str]:
     """For the lab cloud: point clouds.yaml at the running lab's and return its log folder."""
     if cloud != LAB_CLOUD:
         return []
-    from stacklens.lab.config import default_lab_dir
+    from stacklens_lab.config import default_lab_dir
 
     root = default_lab_dir()
     if (root / "clouds.yaml").exists():

@@ -11,8 +11,8 @@ the CLI.
 Modules: ``scenario`` (YAML + pydantic), ``shape`` (load shapes, pure), ``clock`` (injected
 clocks, virtual-time loop), ``client`` (httpx compute client, clouds.yaml), ``plan`` (a resolved
 run), ``driver`` (the asyncio driver), ``cleanup`` (leftovers by prefix), ``records`` (the record, JSONL, Polars), ``reach`` (ping/SSH),
-``sla``, ``rally``, ``session`` (one run end to end), ``fake_nova`` (a fake compute API for
-tests and the benchmark).
+``sla``, ``rally``, ``session`` (one run end to end). The fake compute API the tests and the
+benchmark drive is a test double: ``tests/doubles/fake_nova.py``.
 """
 
 from stacklens.drive.cleanup import CleanupResult, cleanup_prefix

@@ -5,19 +5,19 @@ driver ``fake.FakeDriverWithoutFakeNodes``, one ``host = fake-N`` each), real pl
 glance (file store), RabbitMQ and MariaDB from Debian packages, authentication off (``noauth2``),
 everything bound to 127.0.0.1, every service writing oslo.log files with DEBUG lines and request
 ids under ``<lab>/logs``, ready for ``stacklens analyze``. Neutron is replaced by a loopback
-*stand-in* (:mod:`stacklens.lab.neutron_standin`) that answers empty lists; it is not neutron.
+*stand-in* (:mod:`stacklens_lab.neutron_standin`) that answers empty lists; it is not neutron.
 
-The OpenStack services run from a separate *lab python* (see :mod:`stacklens.lab.deps`) so that
+The OpenStack services run from a separate *lab python* (see :mod:`stacklens_lab.deps`) so that
 stacklens's own environment stays light. The facts behind every non-obvious setting are in
 ``shared/docs/lab-notes.md``.
 
-Modules: :mod:`~stacklens.lab.deps` (what is missing), :mod:`~stacklens.lab.config` (files),
-:mod:`~stacklens.lab.services` (processes), :mod:`~stacklens.lab.client` (the few API calls
-``up`` makes), :mod:`~stacklens.lab.lab` (up/down/status), :mod:`~stacklens.lab.runtime` (runs
-inside the lab python), :mod:`~stacklens.lab.neutron_standin`.
+Modules: :mod:`~stacklens_lab.deps` (what is missing), :mod:`~stacklens_lab.config` (files),
+:mod:`~stacklens_lab.services` (processes), :mod:`~stacklens_lab.client` (the few API calls
+``up`` makes), :mod:`~stacklens_lab.lab` (up/down/status), :mod:`~stacklens_lab.runtime` (runs
+inside the lab python), :mod:`~stacklens_lab.neutron_standin`.
 """
 
-from stacklens.lab.config import LabSpec, Ports, default_lab_dir
-from stacklens.lab.lab import down, read_state, status, up
+from stacklens_lab.config import LabSpec, Ports, default_lab_dir
+from stacklens_lab.lab import down, read_state, status, up
 
 __all__ = ["LabSpec", "Ports", "default_lab_dir", "down", "read_state", "status", "up"]

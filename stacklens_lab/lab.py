@@ -2,7 +2,7 @@
 
 Order of ``up`` (each step waits, bounded, for the previous one to be usable):
 
-1. check dependencies and free ports, write configs (:mod:`stacklens.lab.config`);
+1. check dependencies and free ports, write configs (:mod:`stacklens_lab.config`);
 2. MariaDB (own datadir, socket, 127.0.0.1) -> databases and one lab user;
 3. epmd + RabbitMQ (own node name, mnesia, config; listener and distribution on 127.0.0.1);
 4. schema: placement and glance syncs beside nova's ``api_db sync -> map_cell0 -> create_cell
@@ -34,9 +34,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from stacklens.errors import LabError
-from stacklens.lab import services as sv
-from stacklens.lab.client import Api, ensure_flavor, ensure_image, fresh_services
-from stacklens.lab.config import (
+from stacklens_lab import services as sv
+from stacklens_lab.client import Api, ensure_flavor, ensure_image, fresh_services
+from stacklens_lab.config import (
     CONTROLLER,
     DATABASES,
     DB_PASSWORD,
@@ -46,7 +46,7 @@ from stacklens.lab.config import (
     write_configs,
     write_state,
 )
-from stacklens.lab.deps import Binaries, check
+from stacklens_lab.deps import Binaries, check
 
 __all__ = ["down", "read_state", "status", "up"]
 
@@ -194,7 +194,7 @@ def _services(spec: LabSpec, paths: LabPaths, scripts: Path, say: Say) -> None:
         (_gunicorn("glance-api", "glance_api", p.glance, spec, paths, scripts,
                    {"OS_GLANCE_CONFIG_DIR": str(etc / "glance")}), f"{p.glance}/versions"),
         (sv.ProcSpec("neutron-standin", [
-            _own_python(), "-m", "stacklens.lab.neutron_standin", "--port", str(p.neutron),
+            _own_python(), "-m", "stacklens_lab.neutron_standin", "--port", str(p.neutron),
             "--log", str(paths.log(CONTROLLER, "neutron", "neutron-standin"))]),
          f"{p.neutron}/"),
         (_gunicorn("nova-api", "nova_api", p.nova_api, spec, paths, scripts,

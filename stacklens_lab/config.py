@@ -25,7 +25,7 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from stacklens.lab.paste import GLANCE_PASTE, NOVA_PASTE
+from stacklens_lab.paste import GLANCE_PASTE, NOVA_PASTE
 
 __all__ = ["LabPaths", "LabSpec", "Ports", "default_lab_dir", "write_configs", "write_state"]
 
