@@ -17,7 +17,18 @@ Modules: :mod:`~stacklens_lab.deps` (what is missing), :mod:`~stacklens_lab.conf
 inside the lab python), :mod:`~stacklens_lab.neutron_standin`.
 """
 
-from stacklens_lab.config import LabSpec, Ports, default_lab_dir
+from stacklens_lab.config import LAB_CLOUD, LabCloud, LabSpec, Ports, default_lab_dir, lab_cloud
 from stacklens_lab.lab import down, read_state, status, up
 
-__all__ = ["LabSpec", "Ports", "default_lab_dir", "down", "read_state", "status", "up"]
+__all__ = [
+    "LAB_CLOUD",
+    "LabCloud",
+    "LabSpec",
+    "Ports",
+    "default_lab_dir",
+    "down",
+    "lab_cloud",
+    "read_state",
+    "status",
+    "up",
+]

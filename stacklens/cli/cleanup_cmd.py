@@ -44,7 +44,7 @@ def cleanup(
         raise UserError(f"{run} has no run manifest with a prefix: give --prefix sl-<runid>-")
     conn_info = info.get("connection") or {}
     ep = conn_info.get("endpoint") if conn_info.get("source") == "flags" else None
-    conn, _ = choose_connection(cloud, endpoint, token, info.get("cloud"), ep)
+    conn = choose_connection(cloud, endpoint, token, info.get("cloud"), ep).connection
     poll = ((info.get("scenario") or {}).get("client") or {}).get("poll_interval_s", 2.0)
 
     async def go():

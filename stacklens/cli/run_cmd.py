@@ -98,7 +98,8 @@ def run(
     scn = load_scenario(scenario)
     text = scenario.read_text(encoding="utf-8")
     # precedence: --endpoint, --cloud, the scenario's client.endpoint, the scenario's cloud
-    conn, lab_logs = choose_connection(cloud, endpoint, token, scn.cloud, scn.client.endpoint)
+    chosen = choose_connection(cloud, endpoint, token, scn.cloud, scn.client.endpoint)
+    conn, lab_logs = chosen.connection, chosen.lab_logs
     quiet = as_json or not err.is_terminal
     with Progress(
         TextColumn("run"), BarColumn(), MofNCompleteColumn(),

@@ -345,31 +345,32 @@ def resolve_connection(
     cloud: str | None = None,
     endpoint: str | None = None,
     token: str | None = None,
-    clouds_yaml: str | Path | None = None,
+    config_file: str | Path | None = None,
 ) -> Connection:
     """The compute endpoint and token: ``endpoint`` (+ ``token``) when given, else the
-    clouds.yaml entry ``cloud`` (openstacksdk conventions). Raises UserError when neither
-    yields an endpoint."""
+    clouds.yaml entry ``cloud`` (openstacksdk conventions) read from ``config_file`` when given,
+    else from openstacksdk's search path (``$OS_CLIENT_CONFIG_FILE``, ``./clouds.yaml``,
+    ``~/.config/openstack``, ``/etc/openstack``; read, never edited). With openstacksdk installed
+    its loader reads the file (keystone clouds); without it a minimal reader understands
+    token-only (noauth) entries. Raises UserError when neither yields an endpoint."""
     if endpoint:
         return Connection(_with_version(endpoint), token, source="flags")
     if not cloud:
         raise UserError("no cloud: give --cloud NAME (clouds.yaml), 'cloud:' in the scenario, "
                         "or --endpoint URL --token TOKEN")
-    if clouds_yaml is None:
-        try:
-            import openstack.config  # noqa: F401  (optional dependency)
-        except ImportError:
-            pass
-        else:
-            return _from_openstacksdk(cloud, token)
-    return _from_clouds_yaml(cloud, token, clouds_yaml)
+    try:
+        import openstack.config  # noqa: F401  (optional dependency)
+    except ImportError:
+        return _from_clouds_yaml(cloud, token, config_file)
+    return _from_openstacksdk(cloud, token, config_file)
 
 
-def _from_openstacksdk(cloud: str, token: str | None) -> Connection:
+def _from_openstacksdk(cloud: str, token: str | None, config_file: str | Path | None) -> Connection:
     import openstack.config
 
+    files = [str(config_file)] if config_file else None
     try:
-        region = openstack.config.OpenStackConfig().get_one(cloud=cloud)
+        region = openstack.config.OpenStackConfig(config_files=files).get_one(cloud=cloud)
     except Exception as e:  # openstacksdk raises its own tree; any failure is the user's entry
         raise UserError(f"cloud '{cloud}': {e}") from None
     cfg = region.config
@@ -402,6 +403,7 @@ def _clouds_yaml_paths() -> list[Path]:
 
 
 def _from_clouds_yaml(cloud: str, token: str | None, path: str | Path | None) -> Connection:
+    """The noauth entry ``cloud`` of ``path`` (or the first file of the search path naming it)."""
     import yaml
 
     paths = [Path(path)] if path else _clouds_yaml_paths()
