@@ -31,6 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 
 from stacklens.errors import UserError
+from stacklens.vocab import UUID_LOOSE
 
 __all__ = [
     "ApiResult",
@@ -41,7 +42,8 @@ __all__ = [
     "resolve_connection",
 ]
 
-UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
+#: An id that is a UUID (with or without dashes, any case): used as is, not looked up by name.
+UUID_RE = re.compile(f"^{UUID_LOOSE}$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -210,6 +212,12 @@ class ComputeClient:
                 body = None
         err = None if r.is_success else _error_message(r)
         return ApiResult(r.status_code, _request_id(r), body, err, date_s=_date_s(r))
+
+    async def call(self, kind: str, method: str, path: str, **kw: Any) -> ApiResult:
+        """One HTTP call to ``<compute endpoint>/<path>`` (``kw`` as for ``httpx``: ``params``,
+        ``json``, ``headers``), counted under ``kind`` in :attr:`calls`; never raises (see
+        :class:`ApiResult`). The seam for workloads whose step is one API call."""
+        return await self._call(kind, method, f"{self.endpoint}/{path.lstrip('/')}", **kw)
 
     # -- servers ---------------------------------------------------------------------------
     async def create_server(
