@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -188,7 +189,7 @@ class LabPaths:
         return p
 
 
-def _ini(sections: dict[str, dict[str, object]]) -> str:
+def _ini(sections: Mapping[str, Mapping[str, object]]) -> str:
     out = []
     for name, opts in sections.items():
         out.append(f"[{name}]")

@@ -21,6 +21,7 @@ and logs. Any failure during ``up`` stops what it had started and says where the
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -204,7 +205,7 @@ def _services(spec: LabSpec, paths: LabPaths, scripts: Path, say: Say) -> None:
     for ps, _ in apis:
         sv.start(ps, paths.run)
     for ps, url in apis:
-        sv.wait_until(lambda u=url: sv.http_ready(f"http://127.0.0.1:{u}"), ps.name,
+        sv.wait_until(functools.partial(sv.http_ready, f"http://127.0.0.1:{url}"), ps.name,
                       run=paths.run, watch=[ps.name], timeout_s=180)
     conf = ["--config-file", str(etc / "nova" / "nova.conf")]
     db = ["--config-file", str(etc / "nova" / "nova-db.conf")]

@@ -58,7 +58,7 @@ __all__ = [
 class ActivePhase(ConfigModel):
     """create -> ACTIVE: a server still not ACTIVE after ``timeout_s`` is a timeout."""
 
-    timeout_s: float = Field(600, gt=0)
+    timeout_s: float = Field(default=600, gt=0)
 
 
 class ReachPhase(ConfigModel):
@@ -66,8 +66,8 @@ class ReachPhase(ConfigModel):
     with the reason recorded, when the guest has no address or the tool is missing."""
 
     enabled: bool = False
-    timeout_s: float = Field(120, gt=0)
-    port: int = Field(22, gt=0, lt=65536)
+    timeout_s: float = Field(default=120, gt=0)
+    port: int = Field(default=22, gt=0, lt=65536)
 
 
 class DeletePhase(ConfigModel):
@@ -76,7 +76,7 @@ class DeletePhase(ConfigModel):
 
     enabled: bool = True
     when: Literal["each", "all"] = "each"
-    timeout_s: float = Field(300, gt=0)
+    timeout_s: float = Field(default=300, gt=0)
 
 
 class Phases(ConfigModel):
@@ -92,14 +92,14 @@ class BootServers(Pacing):
     """Workload ``boot_servers``: ``count`` servers, or ``per_compute`` x compute nodes, each
     through the :class:`Phases` (``concurrency`` = servers in flight at most)."""
 
-    count: int | None = Field(None, gt=0)
-    per_compute: int | None = Field(None, gt=0)
-    computes: int | None = Field(None, gt=0)
+    count: int | None = Field(default=None, gt=0)
+    per_compute: int | None = Field(default=None, gt=0)
+    computes: int | None = Field(default=None, gt=0)
     flavor: str
     image: str
     network: str = "none"
     mode: Literal["parallel", "batch"] = "parallel"
-    batch_size: int | None = Field(None, gt=0)
+    batch_size: int | None = Field(default=None, gt=0)
     phases: Phases = Phases()
 
     @model_validator(mode="after")

@@ -108,7 +108,7 @@ class Driver:
         self._by_name: dict[str, _Live] = {}
         self._by_id: dict[str, _Live] = {}
         self._batches: dict[str, _Batch] = {}
-        self._strangers: set[str] = set()
+        self._strangers: set[str | None] = set()
         self._tasks: set[asyncio.Task] = set()
         self._since_s: float | None = None
         self._probing: set[str] = set()
@@ -355,7 +355,7 @@ class Driver:
 
     def _lookup(self, view: dict[str, Any]) -> _Live | None:
         sid, name = view.get("id"), view.get("name") or ""
-        live = self._by_id.get(sid) or self._by_name.get(name)
+        live = (self._by_id.get(sid) if sid else None) or self._by_name.get(name)
         if live is None:
             base, _, num = name.rpartition("-")
             batch = self._batches.get(base)

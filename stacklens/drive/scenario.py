@@ -135,9 +135,9 @@ Ramp = Annotated[RampBurst | RampConstant | RampLinear | RampSteps, Field(discri
 class Pacing(_Model):
     """The pacing every workload shares: how many steps at once, at what rate, how often."""
 
-    concurrency: int = Field(100, gt=0)  # steps (servers, calls) in flight at most
+    concurrency: int = Field(default=100, gt=0)  # steps (servers, calls) in flight at most
     ramp: Ramp = RampBurst()
-    repetitions: int = Field(1, gt=0)
+    repetitions: int = Field(default=1, gt=0)
 
 
 class WorkloadSection(_Model):
@@ -165,9 +165,9 @@ class WorkloadSection(_Model):
 class ClientSettings(_Model):
     """How the driver talks to the compute API."""
 
-    poll_interval_s: float = Field(2.0, gt=0)
-    request_timeout_s: float = Field(120.0, gt=0)
-    max_connections: int = Field(100, gt=0)
+    poll_interval_s: float = Field(default=2.0, gt=0)
+    request_timeout_s: float = Field(default=120.0, gt=0)
+    max_connections: int = Field(default=100, gt=0)
     microversion: str = "2.37"
     endpoint: str | None = None  # compute endpoint, for clouds without a catalog (noauth2)
 
@@ -189,8 +189,8 @@ class Sla(_Model):
     ``p95_s``: maximum 95th percentile (linear interpolation) of the workload's main duration
     over records ok, in seconds (``boot_servers``: ``create_s``, submit -> ACTIVE seen)."""
 
-    success_rate: float | None = Field(None, ge=0, le=1)  # ok / all records, 0..1
-    p95_s: float | None = Field(None, gt=0)
+    success_rate: float | None = Field(default=None, ge=0, le=1)  # ok / all records, 0..1
+    p95_s: float | None = Field(default=None, gt=0)
 
 
 class Scenario(_Model):
@@ -242,7 +242,7 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
                       "a scenario is a YAML mapping (name, cloud, workload...)", skip=_TAGS)
 
 
-_TAGS = {"burst", "constant", "linear", "steps"}
+_TAGS = frozenset({"burst", "constant", "linear", "steps"})  # ramp union tags
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -258,5 +258,8 @@ def load_scenario(path: str | Path) -> Scenario:
 
 
 def scenario_dict(s: Scenario) -> dict[str, Any]:
-    """The scenario as plain data (for the run manifest)."""
-    return s.model_dump(mode="json")
+    """The scenario as plain data (for the run manifest); ``workload`` holds only the type
+    the scenario gives: ``{name: config}``."""
+    d = s.model_dump(mode="json")
+    d["workload"] = {k: v for k, v in d["workload"].items() if v is not None}
+    return d

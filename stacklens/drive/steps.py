@@ -83,8 +83,11 @@ class StepDriver:
             for rep in range(self.plan.repetitions):
                 if self.pacer.stopping:
                     break
-                await self.pacer.issue(self.plan.total, 1,
-                                       lambda idx, _n, rep=rep: self._launch(rep, idx))
+
+                def launch(idx: int, _n: int, rep: int = rep) -> None:
+                    self._launch(rep, idx)
+
+                await self.pacer.issue(self.plan.total, 1, launch)
                 await self.pacer.wait(lambda: not self._tasks)
         except asyncio.CancelledError:
             task = asyncio.current_task()
