@@ -155,6 +155,8 @@ def test_registration_is_explicit_and_names_are_unique():
         register_workload("test_list_flavors", config=ListFlavors)(ListFlavorsWorkload)
     with pytest.raises(UserError, match="unknown workload 'nope'"):
         get_workload("nope")
+    nothing = run_virtual(ListFlavorsWorkload.cleanup(None, "sl-0badf00d-", 1.0, 1.0))  # type: ignore[arg-type]
+    assert (nothing.found, nothing.remaining) == (0, [])  # creates nothing: nothing to delete
 
 
 def test_an_interrupted_step_run_cancels_the_calls_in_flight(tmp_path):

@@ -1,4 +1,5 @@
-"""``stacklens cleanup RUN``: delete the servers a run left behind, found by its name prefix.
+"""``stacklens cleanup RUN``: delete what a run left behind (servers, for ``boot_servers``), found
+by its name prefix; the run's workload type (from its manifest) says how.
 
 The run's manifest gives the prefix (``sl-<runid>-``) and where the cloud was (endpoint or
 clouds.yaml entry; the token is never stored: give ``--token`` again for noauth2 clouds).
@@ -16,9 +17,9 @@ from rich.console import Console
 
 from stacklens.cli._connection import choose_connection
 from stacklens.cli.run_cmd import CLOUD, ENDPOINT, TOKEN
-from stacklens.drive.cleanup import cleanup_prefix
 from stacklens.drive.client import ComputeClient
 from stacklens.drive.session import finalize_records
+from stacklens.drive.workload import get_workload
 from stacklens.errors import UserError
 from stacklens.store import RunStore
 
@@ -45,11 +46,13 @@ def cleanup(
     conn_info = info.get("connection") or {}
     ep = conn_info.get("endpoint") if conn_info.get("source") == "flags" else None
     conn = choose_connection(cloud, endpoint, token, info.get("cloud"), ep).connection
-    poll = ((info.get("scenario") or {}).get("client") or {}).get("poll_interval_s", 2.0)
+    scn = info.get("scenario") or {}
+    poll = (scn.get("client") or {}).get("poll_interval_s", 2.0)
+    kind = get_workload(next(iter(scn.get("workload") or {}), "boot_servers"))
 
     async def go():
         async with ComputeClient(conn) as client:
-            return await cleanup_prefix(client, prefix, timeout, poll)
+            return await kind.cleanup(client, prefix, timeout, poll)
 
     res = asyncio.run(go())
     if as_json:

@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from stacklens.drive.cleanup import CleanupResult, cleanup_prefix
 from stacklens.drive.client import ComputeClient
 from stacklens.drive.clock import Clock
 from stacklens.drive.driver import Driver
@@ -132,6 +133,12 @@ class BootServersWorkload(Workload):
                 raise UserError("per_compute: no nova-compute service is up "
                                 "(set workload computes)")
         return plan_from_scenario(scn, run_id, image, flavor, network, n)
+
+    @classmethod
+    async def cleanup(cls, client: ComputeClient, prefix: str, timeout_s: float,
+                      poll_interval_s: float) -> CleanupResult:
+        """Delete the servers named ``prefix``* and wait until they are gone."""
+        return await cleanup_prefix(client, prefix, timeout_s, poll_interval_s)
 
     def driver(self, plan: Any, client: ComputeClient, writer: RecordWriter, *,
                clock: Clock | None = None, prober: Prober | None = None,

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from stacklens.errors import UserError
 
 if TYPE_CHECKING:
+    from stacklens.drive.cleanup import CleanupResult
     from stacklens.drive.client import ComputeClient
     from stacklens.drive.clock import Clock
     from stacklens.drive.pacer import DriveStats, DriveSummary
@@ -108,6 +109,15 @@ class Workload(ABC):
     async def plan(self, scn: Scenario, client: ComputeClient, run_id: str,
                    computes: int | None = None) -> RunPlan:
         """Resolve names to ids with ``client`` (raises UserError when one is unknown)."""
+
+    @classmethod
+    async def cleanup(cls, client: ComputeClient, prefix: str, timeout_s: float,
+                      poll_interval_s: float) -> CleanupResult:
+        """Delete what a run of this type left, found by its name ``prefix`` (``stacklens
+        cleanup RUN``). Default: nothing to delete (a workload that creates nothing)."""
+        from stacklens.drive.cleanup import CleanupResult
+
+        return CleanupResult(0, 0, [], [])
 
     @abstractmethod
     def driver(self, plan: Any, client: ComputeClient, writer: RecordWriter, *,
