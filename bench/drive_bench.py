@@ -5,7 +5,7 @@ What it measures
 ----------------
 ``stacklens.drive`` boots and deletes ``--servers`` servers (default 2000) with concurrency
 equal to that number (a burst: every server in flight at once) against a fake nova served over
-real HTTP/1.1 on 127.0.0.1 (``python -m stacklens.drive.fake_nova``, its state machine as in the
+real HTTP/1.1 on 127.0.0.1 (``tests/doubles/fake_nova.py``, its state machine as in the
 unit tests: BUILD for ``--build-s`` seconds, then ACTIVE; deletes take one poll). The fake runs
 in a child process, so the CPU it burns is not charged to the driver; it stops itself after
 ``--max-s`` seconds. Loopback only, bounded in count and time.
@@ -46,7 +46,8 @@ from stacklens.drive.records import RecordWriter
 
 def start_fake(args: argparse.Namespace) -> tuple[subprocess.Popen, str]:
     p = subprocess.Popen(
-        [sys.executable, "-m", "stacklens.drive.fake_nova", "--port", "0",
+        [sys.executable, str(Path(__file__).resolve().parents[1] / "tests" / "doubles" / "fake_nova.py"),
+         "--port", "0",
          "--build-s", str(args.build_s), "--polls-to-active", "1", "--hosts", "10",
          "--max-s", str(args.max_s)],
         stdout=subprocess.PIPE, text=True)

@@ -94,21 +94,6 @@ class RunStore:
         tmp.write_text(m.with_stages().model_dump_json(indent=2, exclude_none=True))
         tmp.replace(self.path / "manifest.json")
 
-    def update_manifest(self, **sections: Any) -> None:
-        """Transition shim for writers not yet on :meth:`write_section`: each keyword is a
-        section (``run``, ``ingest``, ``trace``, ``report``); ``inputs`` goes with it;
-        ``stages`` is ignored (derived)."""
-        inputs = sections.pop("inputs", None)
-        sections.pop("stages", None)
-        for name, value in sections.items():
-            self.write_section(name, value, inputs=inputs)
-            inputs = None
-        if inputs is not None:
-            m = self.read_manifest().model_copy(update={"inputs": list(inputs)})
-            self.path.mkdir(parents=True, exist_ok=True)
-            (self.path / "manifest.json").write_text(
-                m.with_stages().model_dump_json(indent=2, exclude_none=True))
-
     # run folder -------------------------------------------------------------------------
     def prepare(self, force: bool) -> None:
         """Make the folder ready for a new run: refuse a non-empty folder unless ``force``;

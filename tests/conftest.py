@@ -40,12 +40,16 @@ def devstack_run(tmp_path_factory):
     return store, report
 
 
+#: The fake compute API, a test double run as a script (see tests/doubles).
+FAKE_NOVA = Path(__file__).parent / "doubles" / "fake_nova.py"
+
+
 @contextlib.contextmanager
 def fake_nova(*args: str, env: dict | None = None) -> Iterator[str]:
-    """The fake compute API (``stacklens.drive.fake_nova``) on 127.0.0.1 with ``args`` (e.g.
+    """The fake compute API (``tests/doubles/fake_nova.py``) on 127.0.0.1 with ``args`` (e.g.
     ``--build-s 1.0``): yields its endpoint, stops it after."""
-    p = subprocess.Popen([sys.executable, "-m", "stacklens.drive.fake_nova", "--port", "0",
-                          *args], stdout=subprocess.PIPE, text=True, env=env)
+    p = subprocess.Popen([sys.executable, str(FAKE_NOVA), "--port", "0", *args],
+                         stdout=subprocess.PIPE, text=True, env=env)
     try:
         line = p.stdout.readline() if p.stdout else ""
         assert line.startswith("port "), line

@@ -1,5 +1,5 @@
 """``stacklens run`` and ``stacklens cleanup`` as subprocesses against the fake nova served over
-real HTTP on 127.0.0.1 (``python -m stacklens.drive.fake_nova``): exit codes, stderr, the run
+real HTTP on 127.0.0.1 (``tests/doubles/fake_nova.py``): exit codes, stderr, the run
 folder, Ctrl-C. Small and bounded: a few dozen servers, the fake stops itself after 120 s."""
 
 from __future__ import annotations

@@ -12,12 +12,12 @@ from pathlib import Path
 import httpx
 import polars as pl
 import pytest
+from doubles.fake_nova import FakeNova
 
 from stacklens.drive.cleanup import cleanup_prefix
 from stacklens.drive.client import ComputeClient, Connection, iso, resolve_connection
 from stacklens.drive.clock import LoopClock, run_virtual
 from stacklens.drive.driver import Driver
-from stacklens.drive.fake_nova import FakeNova
 from stacklens.drive.plan import Plan
 from stacklens.drive.records import RecordWriter, RequestRecord, read_records, to_frame
 from stacklens.drive.scenario import Sla, parse_scenario
@@ -399,12 +399,12 @@ clouds:
   kc:
     auth: {auth_url: "http://k:5000/v3", username: u, password: p}
 """)
-    c = resolve_connection("stacklens-lab", clouds_yaml=cy)
+    c = resolve_connection("stacklens-lab", config_file=cy)
     assert (c.endpoint, c.token) == ("http://127.0.0.1:8774/v2.1", "admin:admin")
     with pytest.raises(UserError, match="openstacksdk"):
-        resolve_connection("kc", clouds_yaml=cy)
+        resolve_connection("kc", config_file=cy)
     with pytest.raises(UserError, match="not found"):
-        resolve_connection("nope", clouds_yaml=cy)
+        resolve_connection("nope", config_file=cy)
     c = resolve_connection(None, "http://h:8774/v2.1/", "u:p")
     assert (c.endpoint, c.token, c.source) == ("http://h:8774/v2.1", "u:p", "flags")
     with pytest.raises(UserError, match="no cloud"):

@@ -1,5 +1,5 @@
 """``stacklens run`` killed with SIGKILL mid-storm, against the fake nova served over real HTTP
-(``python -m stacklens.drive.fake_nova``): every server the cloud created before the kill has its
+(``tests/doubles/fake_nova.py``): every server the cloud created before the kill has its
 record in ``requests.jsonl``, a torn last line is counted and tolerated, and ``stacklens cleanup
 RUN`` leaves zero servers. Bounded: 60 servers at most, the fake stops itself after 120 s."""
 

@@ -31,7 +31,7 @@ CLI = [sys.executable, "-c",
 
 
 def _lab_python() -> str:
-    from stacklens.lab.deps import find_binaries, probe_python
+    from stacklens_lab.deps import find_binaries, probe_python
 
     cands = [os.environ.get("STACKLENS_LAB_PYTHON"), str(REPO.parent / "labvenv/bin/python"),
              "/work/labvenv/bin/python"]
@@ -48,8 +48,8 @@ def _lab_python() -> str:
 
 
 def _free_port_base() -> int:
-    from stacklens.lab.config import Ports
-    from stacklens.lab.services import port_open
+    from stacklens_lab.config import Ports
+    from stacklens_lab.services import port_open
 
     for base in range(29700, 31700, 100):
         if not any(port_open(p) for p in Ports(base).all().values()):
@@ -64,7 +64,7 @@ def _cli(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess:
 @pytest.fixture
 def lab(tmp_path):
     """A running lab in ``tmp_path``: ``(root, ports)``; always brought down afterwards."""
-    from stacklens.lab.config import Ports
+    from stacklens_lab.config import Ports
 
     py = _lab_python()
     base = _free_port_base()
@@ -112,9 +112,9 @@ def test_lab_boots_servers_and_stacklens_traces_them(lab):
     import polars as pl
 
     from stacklens.ingest.pipeline import ingest
-    from stacklens.lab.client import Api
-    from stacklens.lab.services import lab_pids
     from stacklens.trace import build_traces
+    from stacklens_lab.client import Api
+    from stacklens_lab.services import lab_pids
 
     root, ports = lab
     st = json.loads(_cli("status", "--dir", str(root), "--json").stdout)
@@ -173,8 +173,8 @@ def test_run_storm_against_the_lab_joins_client_and_server_views(lab, tmp_path):
     left."""
     import polars as pl
 
-    from stacklens.lab.client import FLAVOR, IMAGE, Api
     from stacklens.store import RunStore
+    from stacklens_lab.client import FLAVOR, IMAGE, Api
 
     root, ports = lab
     scenario = tmp_path / "storm.yaml"

@@ -1,4 +1,5 @@
-"""``stacklens cleanup RUN``: delete the servers a run left behind, found by its name prefix.
+"""``stacklens cleanup RUN``: delete what a run left behind (servers, for ``boot_servers``), found
+by its name prefix; the run's workload type (from its manifest) says how.
 
 The run's manifest gives the prefix (``sl-<runid>-``) and where the cloud was (endpoint or
 clouds.yaml entry; the token is never stored: give ``--token`` again for noauth2 clouds).
@@ -16,9 +17,9 @@ from rich.console import Console
 
 from stacklens.cli._connection import choose_connection
 from stacklens.cli.run_cmd import CLOUD, ENDPOINT, TOKEN
-from stacklens.drive.cleanup import cleanup_prefix
 from stacklens.drive.client import ComputeClient
 from stacklens.drive.session import finalize_records
+from stacklens.drive.workload import get_workload
 from stacklens.errors import UserError
 from stacklens.store import RunStore
 
@@ -38,18 +39,20 @@ def cleanup(
     """Delete every server whose name carries the run's prefix and wait until they are gone."""
     if not run.exists():
         raise UserError(f"{run}: no such run folder")
-    info = RunStore(run).manifest().get("run") or {}
+    info = RunStore(run).read_manifest().run or {}
     prefix = prefix or info.get("prefix")
     if not prefix:
         raise UserError(f"{run} has no run manifest with a prefix: give --prefix sl-<runid>-")
     conn_info = info.get("connection") or {}
     ep = conn_info.get("endpoint") if conn_info.get("source") == "flags" else None
-    conn, _ = choose_connection(cloud, endpoint, token, info.get("cloud"), ep)
-    poll = ((info.get("scenario") or {}).get("client") or {}).get("poll_interval_s", 2.0)
+    conn = choose_connection(cloud, endpoint, token, info.get("cloud"), ep).connection
+    scn = info.get("scenario") or {}
+    poll = (scn.get("client") or {}).get("poll_interval_s", 2.0)
+    kind = get_workload(next(iter(scn.get("workload") or {}), "boot_servers"))
 
     async def go():
         async with ComputeClient(conn) as client:
-            return await cleanup_prefix(client, prefix, timeout, poll)
+            return await kind.cleanup(client, prefix, timeout, poll)
 
     res = asyncio.run(go())
     if as_json:
@@ -61,7 +64,7 @@ def cleanup(
         err.print(f"cleanup: {e}")
     if info.get("state") == "running" and (run / "requests.jsonl").exists():  # a killed run
         n = finalize_records(run)
-        bad = (RunStore(run).manifest().get("run") or {}).get("jsonl_bad_lines", 0)
+        bad = (RunStore(run).read_manifest().run or {}).get("jsonl_bad_lines", 0)
         err.print(f"cleanup: the run was killed; {n} servers' records kept from requests.jsonl"
                   + (f", {bad} unreadable lines (cut by the kill)" if bad else ""))
     if res.remaining:

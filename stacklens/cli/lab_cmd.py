@@ -1,6 +1,6 @@
 """``stacklens lab up|down|status|logs``: a real OpenStack control plane on this machine.
 
-See :mod:`stacklens.lab`. Progress goes to stderr; ``status --json`` and ``logs`` print data on
+See :mod:`stacklens_lab`. Progress goes to stderr; ``status --json`` and ``logs`` print data on
 stdout.
 """
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import typer
 
-from stacklens.lab import LabSpec, Ports, default_lab_dir, down, status, up
-from stacklens.lab.deps import LAB_PYTHON_ENV, lab_python
-from stacklens.lab.lab import read_state
+from stacklens_lab import LabSpec, Ports, default_lab_dir, down, status, up
+from stacklens_lab.deps import LAB_PYTHON_ENV, lab_python
+from stacklens_lab.lab import read_state
 
 __all__ = ["lab_app"]
 

@@ -28,10 +28,10 @@ from stacklens.cli._render import (
     print_trace,
     stage_progress,
 )
-from stacklens.drive.driver import DriveStats
-from stacklens.drive.plan import Plan
+from stacklens.drive.pacer import DriveStats
 from stacklens.drive.scenario import load_scenario
-from stacklens.drive.session import RunResult, finalize_records, run_scenario
+from stacklens.drive.session import RunResult, finalize_records, run_scenario, summarize
+from stacklens.drive.workload import RunPlan, get_workload
 from stacklens.errors import SlaBreach
 from stacklens.pipeline import IngestOptions, ingest_step, mine_step, report_step, trace_step
 from stacklens.store import RunStore
@@ -49,10 +49,8 @@ TOKEN = typer.Option(None, "--token", envvar="STACKLENS_TOKEN",
                      help="X-Auth-Token to send with --endpoint (noauth2: user:project).")
 
 
-def _print_summary(res: RunResult) -> None:
-    from stacklens.drive.session import summarize
-
-    s = summarize(res.summary.records)
+def _print_summary(res: RunResult, durations: tuple[str, ...]) -> None:
+    s = summarize(res.summary.records, durations)
     st = res.summary.stats
     t = Table(title=f"run {res.plan.run_id} ({res.plan.scenario})", show_header=True)
     t.add_column("measure")
@@ -60,7 +58,7 @@ def _print_summary(res: RunResult) -> None:
     t.add_row("servers", str(s["servers"]))
     for k, v in s["outcomes"].items():
         t.add_row(f"  {k}", str(v))
-    for k in ("api_s", "create_s", "delete_s"):
+    for k in durations:
         for q, v in s[k].items():
             t.add_row(f"{k} {q}", "-" if v is None else f"{v:.2f}")
     t.add_row("peak in flight", str(st.peak_in_flight))
@@ -114,8 +112,11 @@ def run(
     scn = load_scenario(scenario)
     text = scenario.read_text(encoding="utf-8")
     # precedence: --endpoint, --cloud, the scenario's client.endpoint, the scenario's cloud
-    conn, lab_logs = choose_connection(cloud, endpoint, token, scn.cloud, scn.client.endpoint)
+    chosen = choose_connection(cloud, endpoint, token, scn.cloud, scn.client.endpoint)
+    conn, lab_logs = chosen.connection, chosen.lab_logs
     quiet = as_json or not err.is_terminal
+    wl_name = scn.workload.chosen()[0]
+    kind = "servers" if wl_name == "boot_servers" else f"{wl_name} steps"
     with Progress(
         TextColumn("run"), BarColumn(), MofNCompleteColumn(),
         TextColumn("in flight {task.fields[in_flight]}"), TextColumn("ACTIVE {task.fields[active]}"),
@@ -124,9 +125,9 @@ def run(
     ) as prog:
         task = prog.add_task("run", total=None, in_flight=0, active=0, failed=0)
 
-        def on_plan(plan: Plan) -> None:
+        def on_plan(plan: RunPlan) -> None:
             prog.update(task, total=plan.total * plan.repetitions)
-            err.print(f"run {plan.run_id}: {plan.total * plan.repetitions} servers named "
+            err.print(f"run {plan.run_id}: {plan.total * plan.repetitions} {kind} named "
                       f"{plan.prefix}*, writing {out}")
 
         tick = Ticker("run", as_json)
@@ -169,7 +170,7 @@ def run(
         sys.stdout.write(json.dumps(json.loads((out / "manifest.json").read_text())["run"],
                                     indent=2) + "\n")
     else:
-        _print_summary(res)
+        _print_summary(res, get_workload(wl_name).durations)
     sources = logs or list(scn.logs) or lab_logs
     if sources:
         _server_view(out, sources, res, quiet=as_json)

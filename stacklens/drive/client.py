@@ -31,6 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 
 from stacklens.errors import UserError
+from stacklens.vocab import UUID_LOOSE
 
 __all__ = [
     "ApiResult",
@@ -41,7 +42,8 @@ __all__ = [
     "resolve_connection",
 ]
 
-UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
+#: An id that is a UUID (with or without dashes, any case): used as is, not looked up by name.
+UUID_RE = re.compile(f"^{UUID_LOOSE}$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,12 @@ class ComputeClient:
         err = None if r.is_success else _error_message(r)
         return ApiResult(r.status_code, _request_id(r), body, err, date_s=_date_s(r))
 
+    async def call(self, kind: str, method: str, path: str, **kw: Any) -> ApiResult:
+        """One HTTP call to ``<compute endpoint>/<path>`` (``kw`` as for ``httpx``: ``params``,
+        ``json``, ``headers``), counted under ``kind`` in :attr:`calls`; never raises (see
+        :class:`ApiResult`). The seam for workloads whose step is one API call."""
+        return await self._call(kind, method, f"{self.endpoint}/{path.lstrip('/')}", **kw)
+
     # -- servers ---------------------------------------------------------------------------
     async def create_server(
         self,
@@ -345,31 +353,32 @@ def resolve_connection(
     cloud: str | None = None,
     endpoint: str | None = None,
     token: str | None = None,
-    clouds_yaml: str | Path | None = None,
+    config_file: str | Path | None = None,
 ) -> Connection:
     """The compute endpoint and token: ``endpoint`` (+ ``token``) when given, else the
-    clouds.yaml entry ``cloud`` (openstacksdk conventions). Raises UserError when neither
-    yields an endpoint."""
+    clouds.yaml entry ``cloud`` (openstacksdk conventions) read from ``config_file`` when given,
+    else from openstacksdk's search path (``$OS_CLIENT_CONFIG_FILE``, ``./clouds.yaml``,
+    ``~/.config/openstack``, ``/etc/openstack``; read, never edited). With openstacksdk installed
+    its loader reads the file (keystone clouds); without it a minimal reader understands
+    token-only (noauth) entries. Raises UserError when neither yields an endpoint."""
     if endpoint:
         return Connection(_with_version(endpoint), token, source="flags")
     if not cloud:
         raise UserError("no cloud: give --cloud NAME (clouds.yaml), 'cloud:' in the scenario, "
                         "or --endpoint URL --token TOKEN")
-    if clouds_yaml is None:
-        try:
-            import openstack.config  # noqa: F401  (optional dependency)
-        except ImportError:
-            pass
-        else:
-            return _from_openstacksdk(cloud, token)
-    return _from_clouds_yaml(cloud, token, clouds_yaml)
+    try:
+        import openstack.config  # noqa: F401  (optional dependency)
+    except ImportError:
+        return _from_clouds_yaml(cloud, token, config_file)
+    return _from_openstacksdk(cloud, token, config_file)
 
 
-def _from_openstacksdk(cloud: str, token: str | None) -> Connection:
+def _from_openstacksdk(cloud: str, token: str | None, config_file: str | Path | None) -> Connection:
     import openstack.config
 
+    files = [str(config_file)] if config_file else None
     try:
-        region = openstack.config.OpenStackConfig().get_one(cloud=cloud)
+        region = openstack.config.OpenStackConfig(config_files=files).get_one(cloud=cloud)
     except Exception as e:  # openstacksdk raises its own tree; any failure is the user's entry
         raise UserError(f"cloud '{cloud}': {e}") from None
     cfg = region.config
@@ -402,6 +411,7 @@ def _clouds_yaml_paths() -> list[Path]:
 
 
 def _from_clouds_yaml(cloud: str, token: str | None, path: str | Path | None) -> Connection:
+    """The noauth entry ``cloud`` of ``path`` (or the first file of the search path naming it)."""
     import yaml
 
     paths = [Path(path)] if path else _clouds_yaml_paths()

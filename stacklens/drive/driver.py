@@ -27,51 +27,22 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from stacklens.drive.cleanup import cleanup_prefix
 from stacklens.drive.client import ComputeClient
 from stacklens.drive.clock import Clock, SystemClock
+from stacklens.drive.pacer import DriveStats, DriveSummary, Pacer, outcome_of
 from stacklens.drive.plan import Plan
 from stacklens.drive.reach import NetProber, Prober
-from stacklens.drive.records import RecordWriter, RequestRecord
+from stacklens.drive.records import RecordOutcome, RecordWriter, RequestRecord
 
-__all__ = ["DriveStats", "DriveSummary", "Driver"]
+__all__ = ["DriveStats", "DriveSummary", "Driver"]  # the first two: from stacklens.drive.pacer
 
 _ACTIVE_STAGES = ("submitting", "building", "reaching", "deleting")
-
-
-@dataclass
-class DriveStats:
-    """Counters for the progress bar and the summary."""
-
-    total: int = 0  # servers planned, all repetitions
-    issued: int = 0  # servers asked for
-    in_flight: int = 0  # servers holding a concurrency slot
-    peak_in_flight: int = 0
-    active: int = 0  # servers seen ACTIVE
-    failed: int = 0  # records with a failure outcome
-    done: int = 0  # records finished
-    list_calls: int = 0
-    poll_errors: int = 0
-    strangers: int = 0  # servers with the run's prefix the driver did not ask for
-
-
-@dataclass(frozen=True)
-class DriveSummary:
-    """What :meth:`Driver.run` returns."""
-
-    records: list[RequestRecord]
-    stats: DriveStats
-    interrupted: bool
-    started_ns: int
-    ended_ns: int
-    leftovers: list[str]  # server ids still present after cleanup
-    calls: dict[str, int]  # HTTP calls by kind: create, list, delete, show
-    errors: list[str] = field(default_factory=list)  # driver-side errors kept as data
 
 
 @dataclass(eq=False)
@@ -103,8 +74,6 @@ def _parse_ts_ns(s: str | None) -> int | None:
     except ValueError:
         return None
     if d.tzinfo is None:  # nova writes launched_at in UTC without a zone
-        from datetime import UTC
-
         d = d.replace(tzinfo=UTC)
     return int(d.timestamp() * 1e9)
 
@@ -134,14 +103,13 @@ class Driver:
         self.on_tick = on_tick
         self.stats = DriveStats(total=plan.total * plan.repetitions)
         self.interrupted = False
-        self._stopping = False
+        self.pacer = Pacer(plan.shape, plan.concurrency, self._now, self.stats)
         self._all: list[_Live] = []
         self._by_name: dict[str, _Live] = {}
         self._by_id: dict[str, _Live] = {}
         self._batches: dict[str, _Batch] = {}
-        self._strangers: set[str] = set()
+        self._strangers: set[str | None] = set()
         self._tasks: set[asyncio.Task] = set()
-        self._changed = asyncio.Event()
         self._since_s: float | None = None
         self._probing: set[str] = set()
         self.errors: list[str] = []  # unexpected exceptions caught (kept as data)
@@ -151,7 +119,15 @@ class Driver:
     def _now(self) -> float:
         return self.clock.monotonic()
 
-    def _spawn(self, coro, live: _Live | None = None) -> None:
+    @property
+    def _stopping(self) -> bool:
+        return self.pacer.stopping
+
+    @_stopping.setter
+    def _stopping(self, value: bool) -> None:
+        self.pacer.stopping = value
+
+    def _spawn(self, coro: Coroutine[Any, Any, None], live: _Live | None = None) -> None:
         """Run ``coro`` as a task; a bug in it fails ``live`` instead of hanging the run."""
 
         async def guarded() -> None:
@@ -160,7 +136,7 @@ class Driver:
             except Exception as e:  # failures are data, even the driver's own
                 self.errors.append(f"{type(e).__name__}: {e}")
                 if live is not None and live.stage != "done":
-                    self._fail(live, "failed", f"driver error: {type(e).__name__}: {e}")
+                    self._fail(live, RecordOutcome.FAILED.value, f"driver error: {type(e).__name__}: {e}")
                     live.leftover = True
                     self._finish(live)
 
@@ -169,12 +145,10 @@ class Driver:
         t.add_done_callback(self._tasks.discard)
 
     def _notify(self) -> None:
-        self._changed.set()
+        self.pacer.notify()
 
     async def _wait(self, pred: Callable[[], bool]) -> None:
-        while not pred():
-            self._changed.clear()
-            await self._changed.wait()
+        await self.pacer.wait(pred)
 
     def _set(self, live: _Live, **changes: Any) -> None:
         """Change the record without writing a snapshot (the next phase change writes it)."""
@@ -218,11 +192,11 @@ class Driver:
             return
         if live.rec.outcome is None:
             if live.rec.active_ns is not None:
-                self._save(live, outcome="ok")
+                self._save(live, outcome=RecordOutcome.OK.value)
             elif self._stopping:
-                self._fail(live, "cancelled", "run interrupted before the server was ACTIVE")
+                self._fail(live, RecordOutcome.CANCELLED.value, "run interrupted before the server was ACTIVE")
             else:
-                self._fail(live, "failed", "deleted by someone else before it was ACTIVE")
+                self._fail(live, RecordOutcome.FAILED.value, "deleted by someone else before it was ACTIVE")
         elif live.dirty:
             self._save(live)
         self.stats.done += 1
@@ -232,19 +206,10 @@ class Driver:
         return [x for x in self._all
                 if x.stage in stages and (rep is None or x.rec.repetition == rep)]
 
-    # -- slots ----------------------------------------------------------------------------
-    async def _acquire(self, n: int) -> None:
-        c = self.plan.concurrency
-        await self._wait(lambda: self._stopping or self.stats.in_flight == 0
-                         or self.stats.in_flight + n <= c)
-        self.stats.in_flight += n
-        self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.stats.in_flight)
-
     # -- public ---------------------------------------------------------------------------
     def stop(self) -> None:
         """Stop issuing and clean up (what the first Ctrl-C does)."""
-        self._stopping = True
-        self._notify()
+        self.pacer.stop()
 
     async def run(self) -> DriveSummary:
         """Drive the whole plan; see the module docstring for interrupts."""
@@ -279,26 +244,12 @@ class Driver:
     # -- issuing --------------------------------------------------------------------------
     async def _repetition(self, rep: int) -> None:
         p = self.plan
-        start = self._now()
-        issued = 0
-        while issued < p.total and not self._stopping:
-            wait = p.shape.pace(self._now() - start, issued)
-            if wait > 0:
-                self._changed.clear()
-                try:
-                    await asyncio.wait_for(self._changed.wait(), wait)
-                except TimeoutError:
-                    pass
-                continue
-            n = min(p.batch_size, p.total - issued)
-            await self._acquire(n)
-            if self._stopping:
-                self.stats.in_flight -= n
-                break
-            self.stats.issued += n
-            base, n_, live = self._issue(rep, issued, n)
+
+        def launch(idx: int, n: int) -> None:
+            base, n_, live = self._issue(rep, idx, n)
             self._spawn(self._create(base, n_, live), live)
-            issued += n
+
+        await self.pacer.issue(p.total, p.batch_size, launch)
         await self._wait(lambda: self._stopping or (
             not self._busy(rep, "submitting", "building", "reaching", "deleting")
             and not any(b.base.repetition == rep for b in self._batches.values())))
@@ -333,12 +284,7 @@ class Driver:
                    request_id=res.request_id)
         if res.date_s is not None and self._since_s is None:
             self._since_s = res.date_s - p.overlap_s
-        if res.status is None:
-            outcome, error = ("timeout" if res.timeout else "transport_error"), res.error
-        elif not res.ok:
-            outcome, error = "api_error", res.error
-        else:
-            outcome, error = None, None
+        outcome, error = outcome_of(res)
         if n > 1:
             self._batch_answer(base.evolve(**got), n, outcome, error, res.sent)
             return
@@ -409,7 +355,7 @@ class Driver:
 
     def _lookup(self, view: dict[str, Any]) -> _Live | None:
         sid, name = view.get("id"), view.get("name") or ""
-        live = self._by_id.get(sid) or self._by_name.get(name)
+        live = (self._by_id.get(sid) if sid else None) or self._by_name.get(name)
         if live is None:
             base, _, num = name.rpartition("-")
             batch = self._batches.get(base)
@@ -468,7 +414,7 @@ class Driver:
                        launched_ns=_parse_ts_ns(v.get("OS-SRV-USG:launched_at")))
             self._after_active(live)
         elif st == "ERROR":
-            self._fail(live, "error", _fault(v))
+            self._fail(live, RecordOutcome.ERROR.value, _fault(v))
             self._after_failure(live)
 
     # -- phases ---------------------------------------------------------------------------
@@ -498,7 +444,7 @@ class Driver:
             self._start_delete(live)
         else:
             if not p.delete:
-                self._save(live, outcome="ok")
+                self._save(live, outcome=RecordOutcome.OK.value)
             self._stage(live, "held")
 
     def _after_failure(self, live: _Live) -> None:
@@ -526,7 +472,7 @@ class Driver:
             self._set(live, gone_ns=live.rec.delete_accepted_ns, status="DELETED")
             self._finish(live)
         elif not res.ok and live.stage == "deleting":
-            self._fail(live, "delete_failed", res.error)
+            self._fail(live, RecordOutcome.DELETE_FAILED.value, res.error)
             live.leftover = True
             self._finish(live)
         elif live.view and live.view.get("status") in ("DELETED", "SOFT_DELETED"):
@@ -539,7 +485,7 @@ class Driver:
         if res.status == 404:
             self._set(live, gone_ns=self.clock.now_ns(), status="DELETED")
         else:
-            self._fail(live, "delete_failed",
+            self._fail(live, RecordOutcome.DELETE_FAILED.value,
                        f"still present {self.plan.delete_timeout_s:g} s after delete"
                        f" ({res.error or (res.body or {}).get('server', {}).get('status')})")
             live.leftover = True
@@ -549,7 +495,7 @@ class Driver:
         now, p = self._now(), self.plan
         for live in self._in_stage("building"):
             if now - live.since >= p.active_timeout_s:
-                self._fail(live, "timeout", f"not ACTIVE after {p.active_timeout_s:g} s "
+                self._fail(live, RecordOutcome.TIMEOUT.value, f"not ACTIVE after {p.active_timeout_s:g} s "
                            f"(last status {live.rec.status or 'unknown'})")
                 self._after_failure(live)
         for live in self._in_stage("deleting"):
@@ -563,7 +509,7 @@ class Driver:
                 for k in range(missing):
                     live = self._add(_Live(b.base.evolve(
                         name=f"{key}-missing-{k + 1}", iteration=b.base.iteration + b.seen + k)))
-                    self._fail(live, "timeout", "server of the batch never listed")
+                    self._fail(live, RecordOutcome.TIMEOUT.value, "server of the batch never listed")
                     self._finish(live)
                 self._notify()
 
@@ -578,13 +524,13 @@ class Driver:
         else:
             for live in self._in_stage("held"):
                 if p.cleanup == "delete" or (p.cleanup == "keep_errors"
-                                             and live.rec.outcome != "error"):
+                                             and live.rec.outcome != RecordOutcome.ERROR):
                     self._start_delete(live)
         await self._wait(lambda: not self._busy_any("deleting", "submitting")
                          and (p.cleanup == "keep" or not self._busy_any("building")))
         if p.cleanup == "keep":
             return [x.rec.server_id for x in self._all if x.stage != "done" and x.rec.server_id]
-        keep = ({x.rec.server_id for x in self._all if x.rec.outcome == "error"}
+        keep = ({x.rec.server_id for x in self._all if x.rec.outcome == RecordOutcome.ERROR}
                 if p.cleanup == "keep_errors" else set())
         res = await cleanup_prefix(self.client, p.prefix, p.delete_timeout_s,
                                    p.poll_interval_s, keep=keep)
@@ -599,7 +545,7 @@ class Driver:
             if live.rec.outcome is not None or live.stage == "done":
                 continue
             if live.rec.active_ns is not None and (live.stage == "held" or not self.plan.delete):
-                self._save(live, outcome="ok")
+                self._save(live, outcome=RecordOutcome.OK.value)
             else:
-                self._fail(live, "cancelled", f"run ended with the server in stage {live.stage}")
+                self._fail(live, RecordOutcome.CANCELLED.value, f"run ended with the server in stage {live.stage}")
         self.writer.sync()

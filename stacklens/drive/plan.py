@@ -1,4 +1,5 @@
-"""A run's plan: the scenario resolved to ids and counts, and the run's name prefix.
+"""A ``boot_servers`` run's plan: the scenario resolved to ids and counts, and the run's name
+prefix (:func:`new_run_id` and :func:`run_prefix` serve every workload).
 
 The driver takes a :class:`Plan`, never the YAML: everything it needs is here, with no look-ups
 left to do. Servers of a run are named ``sl-<runid>-...`` so that :func:`run_prefix` finds them
@@ -7,8 +8,10 @@ left to do. Servers of a run are named ``sl-<runid>-...`` so that :func:`run_pre
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from stacklens.drive.scenario import Scenario
 from stacklens.drive.shape import Burst, Shape, make_shape
@@ -57,6 +60,14 @@ class Plan:
         """``sl-<runid>-``."""
         return run_prefix(self.run_id)
 
+    def describe(self) -> dict[str, Any]:
+        """The plan as plain data (the manifest's ``run.plan``): its fields, the shape's repr
+        and the prefix."""
+        d = dataclasses.asdict(self)
+        d["shape"] = repr(self.shape)
+        d["prefix"] = self.prefix
+        return d
+
 
 def plan_from_scenario(scn: Scenario, run_id: str, image_ref: str, flavor_ref: str,
                        network: str, computes: int | None = None) -> Plan:
@@ -68,7 +79,8 @@ def plan_from_scenario(scn: Scenario, run_id: str, image_ref: str, flavor_ref: s
         n = b.computes or computes
         if not n:
             raise ValueError("per_compute needs the number of computes")
-        total = b.per_compute * n  # type: ignore[operator]
+        assert b.per_compute is not None  # the config holds exactly one of count, per_compute
+        total = b.per_compute * n
     ph = b.phases
     return Plan(
         run_id=run_id, total=total, image_ref=image_ref, flavor_ref=flavor_ref, network=network,

@@ -103,9 +103,9 @@ def _record(itr: dict[str, Any], run_id: str, scenario: str, pos: int, i: int) -
         run_id=run_id, name=name, server_id=server_id, source="rally",
         scenario=scenario, repetition=pos, iteration=i,
         submit_ns=_ns(boot["started_at"]) if boot else _ns(itr.get("timestamp")),
-        active_ns=_ns(boot["finished_at"]) if boot_ok else None,
+        active_ns=_ns(boot["finished_at"]) if boot_ok and boot else None,
         delete_ns=_ns(delete["started_at"]) if delete else None,
-        gone_ns=_ns(delete["finished_at"]) if del_ok else None,
+        gone_ns=_ns(delete["finished_at"]) if del_ok and delete else None,
         profiler_trace_id=_trace_id(itr),
     )
     if not error:

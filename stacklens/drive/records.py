@@ -1,4 +1,6 @@
-"""Client-side records: one frozen :class:`RequestRecord` per server a load driver asked for.
+"""Client-side records: one frozen :class:`RequestRecord` per step a load driver took (a server
+booted, a call made); the ``server_*``/``active_ns``/... columns stay null for workloads that
+create no server.
 
 The record is the driver's ``Result`` (vegeta ``lib/results.go``): everything one server's
 lifecycle produced, its failure included. The driver writes a snapshot of a record each time
@@ -19,8 +21,9 @@ import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import polars as pl
 
@@ -28,7 +31,9 @@ from stacklens.schema import REQUESTS, conform
 
 __all__ = [
     "JSONL_VERSION",
+    "JsonRecord",
     "OUTCOMES",
+    "RecordOutcome",
     "RecordWriter",
     "RecordsRead",
     "RequestRecord",
@@ -40,17 +45,31 @@ __all__ = [
 #: Version of the ``requests.jsonl`` line format.
 JSONL_VERSION = 1
 
-#: The values of :attr:`RequestRecord.outcome` (``None`` while the server is still in flight).
-OUTCOMES = (
-    "ok",  # reached ACTIVE (and, when the scenario deletes, was seen gone)
-    "error",  # the server went to ERROR
-    "api_error",  # the create was answered with an HTTP error (4xx/5xx)
-    "timeout",  # no answer in time: the HTTP call, or ACTIVE not reached within the phase limit
-    "transport_error",  # no HTTP answer at all (connection refused, reset)
-    "delete_failed",  # reached ACTIVE but the delete was refused or did not finish in time
-    "failed",  # any other failure (Rally exceptions stacklens does not classify)
-    "cancelled",  # the run was interrupted before this server finished
-)
+class RecordOutcome(StrEnum):
+    """The client-side outcome of one record (:attr:`RequestRecord.outcome`, ``None`` while in
+    flight). Not :class:`stacklens.vocab.Outcome`, which classifies the cloud's traces from its
+    logs: here the client says what it saw."""
+
+    OK = "ok"  # done: boot_servers: reached ACTIVE (and, when the scenario deletes, seen gone)
+    ERROR = "error"  # the resource went to ERROR
+    API_ERROR = "api_error"  # answered with an HTTP error (4xx/5xx)
+    TIMEOUT = "timeout"  # no answer in time: the HTTP call, or a phase's limit
+    TRANSPORT_ERROR = "transport_error"  # no HTTP answer at all (connection refused, reset)
+    DELETE_FAILED = "delete_failed"  # done, but the delete was refused or did not finish
+    FAILED = "failed"  # any other failure (Rally exceptions stacklens does not classify)
+    CANCELLED = "cancelled"  # the run was interrupted before this record finished
+
+
+#: The values of :attr:`RequestRecord.outcome`, in :class:`RecordOutcome` order.
+OUTCOMES = tuple(o.value for o in RecordOutcome)
+
+
+class JsonRecord(Protocol):
+    """What :class:`RecordWriter` writes: anything with a one-line JSON form."""
+
+    def to_json(self) -> str:
+        """One JSONL line (no newline)."""
+        ...
 
 
 def _dur(a: int | None, b: int | None) -> float | None:
@@ -169,7 +188,7 @@ class RecordWriter:
         self._pending = 0
         self.written = 0
 
-    def write(self, rec: RequestRecord) -> None:
+    def write(self, rec: JsonRecord) -> None:
         """Append one snapshot."""
         if self._f is None:
             raise ValueError("RecordWriter is closed")

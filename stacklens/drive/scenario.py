@@ -4,6 +4,11 @@ Errors name the file and the line: the YAML is composed with PyYAML (whose nodes
 ``start_mark``), every key path is mapped to its line, and each pydantic error location is
 looked up in that map (the deepest key that exists; a missing key points at its parent).
 
+The ``workload:`` section names exactly one registered workload type
+(:mod:`stacklens.drive.workload`) and is validated with that type's config schema
+(:func:`scenario_model`); ``boot_servers`` is described in :mod:`stacklens.drive.boot_servers`.
+Every workload has the :class:`Pacing` keys (``concurrency``, ``ramp``, ``repetitions``).
+
 A scenario, every key but ``workload.boot_servers.image`` / ``flavor`` and one of ``count`` /
 ``per_compute`` optional::
 
@@ -28,7 +33,7 @@ A scenario, every key but ``workload.boot_servers.image`` / ``flavor`` and one o
           delete: {enabled: true, when: each, timeout_s: 300}
     client: {poll_interval_s: 2, microversion: "2.37"}
     cleanup: delete                 # keep_errors, keep
-    sla: {success_rate: 0.95, p95_s: 120}
+    sla: {success_rate: 0.95, p95_s: 120}   # ok/all records; p95 of create_s (see Sla)
     logs: [/var/log/nova]           # local folders to collect after the run
 """
 
@@ -36,12 +41,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -49,25 +55,27 @@ from pydantic import (
 from stacklens.errors import UserError
 from stacklens.yamlfile import load_model
 
+if TYPE_CHECKING:
+    from stacklens.drive.boot_servers import BootServers
+
 __all__ = [
-    "ActivePhase",
-    "BootServers",
     "ClientSettings",
-    "DeletePhase",
-    "Phases",
+    "ConfigModel",
+    "Pacing",
+    "Ramp",
     "RampBurst",
     "RampConstant",
     "RampLinear",
     "RampStep",
     "RampSteps",
-    "ReachPhase",
     "Scenario",
     "ScenarioError",
     "Sla",
-    "Workload",
+    "WorkloadSection",
     "load_scenario",
     "parse_scenario",
     "scenario_dict",
+    "scenario_model",
 ]
 
 
@@ -75,8 +83,13 @@ class ScenarioError(UserError):
     """A scenario file cannot be used; the message names the file and line. Exit code 1."""
 
 
-class _Model(BaseModel):
+class ConfigModel(BaseModel):
+    """Base of every scenario model: unknown keys are errors, values are frozen."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+_Model = ConfigModel
 
 
 class RampBurst(_Model):
@@ -119,76 +132,42 @@ class RampSteps(_Model):
 Ramp = Annotated[RampBurst | RampConstant | RampLinear | RampSteps, Field(discriminator="shape")]
 
 
-class ActivePhase(_Model):
-    """create -> ACTIVE: a server still not ACTIVE after ``timeout_s`` is a timeout."""
+class Pacing(_Model):
+    """The pacing every workload shares: how many steps at once, at what rate, how often."""
 
-    timeout_s: float = Field(600, gt=0)
-
-
-class ReachPhase(_Model):
-    """Optional reachability check after ACTIVE (ping, or the SSH banner on ``port``); skipped,
-    with the reason recorded, when the guest has no address or the tool is missing."""
-
-    enabled: bool = False
-    timeout_s: float = Field(120, gt=0)
-    port: int = Field(22, gt=0, lt=65536)
-
-
-class DeletePhase(_Model):
-    """delete -> gone. ``when: each`` deletes a server as soon as it is ACTIVE (Rally's
-    boot_and_delete); ``all`` once every server of the repetition is ACTIVE or failed."""
-
-    enabled: bool = True
-    when: Literal["each", "all"] = "each"
-    timeout_s: float = Field(300, gt=0)
-
-
-class Phases(_Model):
-    """The phases each server goes through, in order."""
-
-    active: ActivePhase = ActivePhase()
-    ping: ReachPhase = ReachPhase()
-    ssh: ReachPhase = ReachPhase()
-    delete: DeletePhase = DeletePhase()
-
-
-class BootServers(_Model):
-    """Workload ``boot_servers``: ``count`` servers, or ``per_compute`` x compute nodes."""
-
-    count: int | None = Field(None, gt=0)
-    per_compute: int | None = Field(None, gt=0)
-    computes: int | None = Field(None, gt=0)
-    flavor: str
-    image: str
-    network: str = "none"
-    mode: Literal["parallel", "batch"] = "parallel"
-    batch_size: int | None = Field(None, gt=0)
-    concurrency: int = Field(100, gt=0)
+    concurrency: int = Field(default=100, gt=0)  # steps (servers, calls) in flight at most
     ramp: Ramp = RampBurst()
-    repetitions: int = Field(1, gt=0)
-    phases: Phases = Phases()
+    repetitions: int = Field(default=1, gt=0)
+
+
+class WorkloadSection(_Model):
+    """The ``workload:`` mapping: one registered workload type (see
+    :mod:`stacklens.drive.workload`) and its config. :func:`scenario_model` gives it one
+    optional field per registered type."""
 
     @model_validator(mode="after")
-    def _one_count(self) -> BootServers:
-        if (self.count is None) == (self.per_compute is None):
-            raise ValueError("give exactly one of count and per_compute")
-        if self.batch_size is not None and self.mode != "batch":
-            raise ValueError("batch_size needs mode: batch")
+    def _exactly_one(self) -> WorkloadSection:
+        given = [k for k in type(self).model_fields if getattr(self, k) is not None]
+        if len(given) != 1:
+            known = ", ".join(type(self).model_fields) or "(none registered)"
+            raise ValueError(f"give exactly one workload of: {known}")
         return self
 
-
-class Workload(_Model):
-    """The one workload of a scenario (``boot_servers`` for now)."""
-
-    boot_servers: BootServers
+    def chosen(self) -> tuple[str, BaseModel]:
+        """``(name, config)`` of the workload the scenario gives."""
+        for k in type(self).model_fields:
+            v = getattr(self, k)
+            if v is not None:
+                return k, v
+        raise ValueError("scenario without a workload")
 
 
 class ClientSettings(_Model):
     """How the driver talks to the compute API."""
 
-    poll_interval_s: float = Field(2.0, gt=0)
-    request_timeout_s: float = Field(120.0, gt=0)
-    max_connections: int = Field(100, gt=0)
+    poll_interval_s: float = Field(default=2.0, gt=0)
+    request_timeout_s: float = Field(default=120.0, gt=0)
+    max_connections: int = Field(default=100, gt=0)
     microversion: str = "2.37"
     endpoint: str | None = None  # compute endpoint, for clouds without a catalog (noauth2)
 
@@ -202,18 +181,25 @@ class ClientSettings(_Model):
 
 
 class Sla(_Model):
-    """Pass criteria: exit code 3 when one fails."""
+    """Pass criteria: exit code 3 when one fails (see :mod:`stacklens.drive.sla`).
 
-    success_rate: float | None = Field(None, ge=0, le=1)  # share of servers with outcome ok
-    p95_s: float | None = Field(None, gt=0)  # 95th percentile of create_s (submit -> ACTIVE)
+    ``success_rate``: minimum share of the run's records whose client-side outcome is ``ok``
+    (ok / all records; failed, cancelled, pending count against). Not the report's success
+    rate, which is over server-side traces and leaves out rejected and unknown ones.
+    ``p95_s``: maximum 95th percentile (linear interpolation) of the workload's main duration
+    over records ok, in seconds (``boot_servers``: ``create_s``, submit -> ACTIVE seen)."""
+
+    success_rate: float | None = Field(default=None, ge=0, le=1)  # ok / all records, 0..1
+    p95_s: float | None = Field(default=None, gt=0)
 
 
 class Scenario(_Model):
-    """A whole scenario file."""
+    """A whole scenario file. Validate one with :func:`parse_scenario` (or
+    :func:`scenario_model`), which knows the registered workload types."""
 
     name: str = "scenario"
     cloud: str | None = None
-    workload: Workload
+    workload: WorkloadSection
     client: ClientSettings = ClientSettings()
     cleanup: Literal["delete", "keep_errors", "keep"] = "delete"
     sla: Sla = Sla()
@@ -221,8 +207,30 @@ class Scenario(_Model):
 
     @property
     def boot(self) -> BootServers:
-        """The ``boot_servers`` workload."""
-        return self.workload.boot_servers
+        """The ``boot_servers`` workload's config (shorthand; ValueError for another type)."""
+        name, cfg = self.workload.chosen()
+        if name != "boot_servers":
+            raise ValueError(f"scenario {self.name!r} has workload {name!r}, not boot_servers")
+        return cfg  # type: ignore[return-value]
+
+
+_MODELS: dict[tuple[str, ...], type[Scenario]] = {}
+
+
+def scenario_model() -> type[Scenario]:
+    """The :class:`Scenario` model whose ``workload`` section has one optional field per
+    registered workload type, validated with that type's config schema (so errors keep their
+    ``workload.<type>.<key>`` location and YAML line). Cached per set of registered names."""
+    from stacklens.drive.workload import workload_types
+
+    types = workload_types()
+    key = tuple(types)
+    if key not in _MODELS:
+        fields: dict[str, Any] = {n: (t.config_schema | None, None) for n, t in types.items()}
+        section = create_model("Workload", __base__=WorkloadSection, **fields)
+        _MODELS[key] = create_model("Scenario", __base__=Scenario,
+                                    workload=(section, ...))  # type: ignore[call-overload]
+    return _MODELS[key]
 
 
 # --- line numbers --------------------------------------------------------------------------
@@ -230,11 +238,11 @@ class Scenario(_Model):
 
 def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
     """Validate scenario YAML ``text``; raise :class:`ScenarioError` naming ``source:line``."""
-    return load_model(text, source, Scenario, ScenarioError,
+    return load_model(text, source, scenario_model(), ScenarioError,
                       "a scenario is a YAML mapping (name, cloud, workload...)", skip=_TAGS)
 
 
-_TAGS = {"burst", "constant", "linear", "steps"}
+_TAGS = frozenset({"burst", "constant", "linear", "steps"})  # ramp union tags
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -250,5 +258,8 @@ def load_scenario(path: str | Path) -> Scenario:
 
 
 def scenario_dict(s: Scenario) -> dict[str, Any]:
-    """The scenario as plain data (for the run manifest)."""
-    return s.model_dump(mode="json")
+    """The scenario as plain data (for the run manifest); ``workload`` holds only the type
+    the scenario gives: ``{name: config}``."""
+    d = s.model_dump(mode="json")
+    d["workload"] = {k: v for k, v in d["workload"].items() if v is not None}
+    return d

@@ -1,4 +1,15 @@
-"""SLA checks over a run's records: success rate and 95th percentile of create time.
+"""SLA checks over a run's client-side records: the share of records ok, and the 95th percentile
+of the workload's main duration (``boot_servers``: ``create_s``, submit -> ACTIVE seen).
+
+``success_rate`` here is the **client's** share: records whose outcome is ``ok`` divided by
+every record of the run (failed, cancelled and still-pending records count against it). It is
+not the report's ``success_rate`` (:mod:`stacklens.analyze.queries`: server-side traces,
+``(success + retried) / (requests - rejected - unknown)``), which leaves out what the cloud
+refused or what its logs do not show; the check is printed as ``success_rate (ok/all records)``.
+
+:func:`percentile` is the one percentile of the drive package (the run summary uses it too):
+linear interpolation between closest ranks, the same definition as SQL ``percentile_cont``
+(DuckDB, Spark), which the analyses use, so client and server numbers compare.
 
 Pure functions of the records (Rally's SLA plugins are the model); the CLI turns a failed check
 into :class:`~stacklens.errors.SlaBreach` (exit code 3).
@@ -10,7 +21,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from stacklens.drive.records import RequestRecord
+from stacklens.drive.records import RecordOutcome, RequestRecord
 from stacklens.drive.scenario import Sla
 
 __all__ = ["SlaCheck", "evaluate_sla", "percentile"]
@@ -20,20 +31,23 @@ __all__ = ["SlaCheck", "evaluate_sla", "percentile"]
 class SlaCheck:
     """One criterion: its limit, the measured value, and whether it passed."""
 
-    name: str  # success_rate, p95_s
+    name: str  # success_rate (share, 0..1), p95_s (seconds)
     limit: float
     value: float | None
     ok: bool
 
     def describe(self) -> str:
-        """``success_rate 0.93 < 0.95: FAILED`` style line."""
+        """``success_rate (ok/all records) 0.930 (limit >= 0.95): FAILED`` style line."""
         op = ">=" if self.name == "success_rate" else "<="
+        what = {"success_rate": " (ok/all records)"}.get(self.name, "")
         val = "n/a" if self.value is None else f"{self.value:.3f}"
-        return f"{self.name} {val} (limit {op} {self.limit:g}): {'ok' if self.ok else 'FAILED'}"
+        return (f"{self.name}{what} {val} (limit {op} {self.limit:g}): "
+                f"{'ok' if self.ok else 'FAILED'}")
 
 
 def percentile(values: list[float], q: float) -> float | None:
-    """The ``q`` quantile (0..1) by linear interpolation; None for no values."""
+    """The ``q`` quantile (0..1) of ``values`` by linear interpolation between closest ranks
+    (= SQL ``percentile_cont(q)``); None for no values."""
     if not values:
         return None
     v = sorted(values)
@@ -42,16 +56,20 @@ def percentile(values: list[float], q: float) -> float | None:
     return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 
 
-def evaluate_sla(records: Iterable[RequestRecord], sla: Sla) -> list[SlaCheck]:
-    """The checks ``sla`` asks for. Cancelled servers count as not successful."""
+def evaluate_sla(records: Iterable[RequestRecord], sla: Sla,
+                 duration: str = "create_s") -> list[SlaCheck]:
+    """The checks ``sla`` asks for, in the order success_rate, p95_s. ``duration`` is the record
+    property (seconds) ``p95_s`` limits, over records ok (the workload's ``sla_duration``).
+    Cancelled records count as not successful; no records give value None, check failed."""
     recs = list(records)
+    ok = RecordOutcome.OK
     out = []
     if sla.success_rate is not None:
-        rate = sum(r.outcome == "ok" for r in recs) / len(recs) if recs else None
+        rate = sum(r.outcome == ok for r in recs) / len(recs) if recs else None
         out.append(SlaCheck("success_rate", sla.success_rate, rate,
                             rate is not None and rate >= sla.success_rate))
     if sla.p95_s is not None:
-        p95 = percentile([r.create_s for r in recs if r.outcome == "ok" and r.create_s is not None],
-                         0.95)
+        p95 = percentile([v for r in recs if r.outcome == ok
+                          and (v := getattr(r, duration)) is not None], 0.95)
         out.append(SlaCheck("p95_s", sla.p95_s, p95, p95 is not None and p95 <= sla.p95_s))
     return out

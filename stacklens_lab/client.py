@@ -84,11 +84,11 @@ def ensure_flavor(nova: Api) -> str:
     """Create flavor ``lab.tiny`` unless it exists; return its id."""
     status, _ = nova.call("GET", f"/flavors/{FLAVOR['id']}")
     if status == 200:
-        return FLAVOR["id"]
+        return str(FLAVOR["id"])
     status, body = nova.call("POST", "/flavors", {"flavor": FLAVOR})
     if status != 200:
         raise LabError(f"lab: could not create flavor {FLAVOR['name']}: HTTP {status} {body}")
-    return FLAVOR["id"]
+    return str(FLAVOR["id"])
 
 
 def ensure_image(glance: Api) -> str:

@@ -22,12 +22,26 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from stacklens.lab.paste import GLANCE_PASTE, NOVA_PASTE
+from stacklens_lab.paste import GLANCE_PASTE, NOVA_PASTE
 
-__all__ = ["LabPaths", "LabSpec", "Ports", "default_lab_dir", "write_configs", "write_state"]
+__all__ = [
+    "LAB_CLOUD",
+    "LabCloud",
+    "LabPaths",
+    "LabSpec",
+    "Ports",
+    "default_lab_dir",
+    "lab_cloud",
+    "write_configs",
+    "write_state",
+]
+
+#: The clouds.yaml entry ``stacklens lab up`` writes.
+LAB_CLOUD = "stacklens-lab"
 
 DB_USER, DB_PASSWORD = "stacklens", "lab"
 DATABASES = ("nova_api", "nova", "nova_cell0", "placement", "glance")
@@ -38,6 +52,23 @@ def default_lab_dir() -> Path:
     """``$STACKLENS_LAB_DIR`` or ``~/.local/share/stacklens/lab``."""
     env = os.environ.get("STACKLENS_LAB_DIR")
     return Path(env) if env else Path.home() / ".local" / "share" / "stacklens" / "lab"
+
+
+@dataclass(frozen=True)
+class LabCloud:
+    """Where a lab that ``stacklens lab up`` wrote keeps what a load run needs: its
+    ``clouds.yaml`` (entry :data:`LAB_CLOUD`) and its log folder; each None when absent."""
+
+    clouds_yaml: Path | None
+    logs: Path | None
+
+
+def lab_cloud(root: Path | None = None) -> LabCloud:
+    """The lab at ``root`` (default :func:`default_lab_dir`): its clouds.yaml and log folder,
+    each None when the lab has not written it. Reads the file system only; never raises."""
+    paths = LabPaths(root or default_lab_dir())
+    return LabCloud(paths.clouds if paths.clouds.is_file() else None,
+                    paths.logs if paths.logs.is_dir() else None)
 
 
 @dataclass(frozen=True)
@@ -158,7 +189,7 @@ class LabPaths:
         return p
 
 
-def _ini(sections: dict[str, dict[str, object]]) -> str:
+def _ini(sections: Mapping[str, Mapping[str, object]]) -> str:
     out = []
     for name, opts in sections.items():
         out.append(f"[{name}]")

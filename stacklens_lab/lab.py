@@ -2,7 +2,7 @@
 
 Order of ``up`` (each step waits, bounded, for the previous one to be usable):
 
-1. check dependencies and free ports, write configs (:mod:`stacklens.lab.config`);
+1. check dependencies and free ports, write configs (:mod:`stacklens_lab.config`);
 2. MariaDB (own datadir, socket, 127.0.0.1) -> databases and one lab user;
 3. epmd + RabbitMQ (own node name, mnesia, config; listener and distribution on 127.0.0.1);
 4. schema: placement and glance syncs beside nova's ``api_db sync -> map_cell0 -> create_cell
@@ -21,6 +21,7 @@ and logs. Any failure during ``up`` stops what it had started and says where the
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -34,9 +35,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from stacklens.errors import LabError
-from stacklens.lab import services as sv
-from stacklens.lab.client import Api, ensure_flavor, ensure_image, fresh_services
-from stacklens.lab.config import (
+from stacklens_lab import services as sv
+from stacklens_lab.client import Api, ensure_flavor, ensure_image, fresh_services
+from stacklens_lab.config import (
     CONTROLLER,
     DATABASES,
     DB_PASSWORD,
@@ -46,7 +47,7 @@ from stacklens.lab.config import (
     write_configs,
     write_state,
 )
-from stacklens.lab.deps import Binaries, check
+from stacklens_lab.deps import Binaries, check
 
 __all__ = ["down", "read_state", "status", "up"]
 
@@ -194,7 +195,7 @@ def _services(spec: LabSpec, paths: LabPaths, scripts: Path, say: Say) -> None:
         (_gunicorn("glance-api", "glance_api", p.glance, spec, paths, scripts,
                    {"OS_GLANCE_CONFIG_DIR": str(etc / "glance")}), f"{p.glance}/versions"),
         (sv.ProcSpec("neutron-standin", [
-            _own_python(), "-m", "stacklens.lab.neutron_standin", "--port", str(p.neutron),
+            _own_python(), "-m", "stacklens_lab.neutron_standin", "--port", str(p.neutron),
             "--log", str(paths.log(CONTROLLER, "neutron", "neutron-standin"))]),
          f"{p.neutron}/"),
         (_gunicorn("nova-api", "nova_api", p.nova_api, spec, paths, scripts,
@@ -204,7 +205,7 @@ def _services(spec: LabSpec, paths: LabPaths, scripts: Path, say: Say) -> None:
     for ps, _ in apis:
         sv.start(ps, paths.run)
     for ps, url in apis:
-        sv.wait_until(lambda u=url: sv.http_ready(f"http://127.0.0.1:{u}"), ps.name,
+        sv.wait_until(functools.partial(sv.http_ready, f"http://127.0.0.1:{url}"), ps.name,
                       run=paths.run, watch=[ps.name], timeout_s=180)
     conf = ["--config-file", str(etc / "nova" / "nova.conf")]
     db = ["--config-file", str(etc / "nova" / "nova-db.conf")]

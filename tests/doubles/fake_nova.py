@@ -9,7 +9,7 @@ clock. Failure injection: every k-th POST answered 500, refused at the connectio
 every k-th server ends in ERROR with a fault.
 
 Use :meth:`FakeNova.transport` with ``httpx.AsyncClient`` (an ``httpx.MockTransport``), or
-:func:`serve` for a real HTTP/1.1 server on loopback (``python -m stacklens.drive.fake_nova
+:func:`serve` for a real HTTP/1.1 server on loopback (``python tests/doubles/fake_nova.py
 --port 0`` prints ``port N`` and serves until killed or ``--max-s`` passes; used by
 ``bench/drive_bench.py`` and the CLI tests).
 """
@@ -303,7 +303,7 @@ async def serve(nova: FakeNova, host: str = "127.0.0.1", port: int = 0) -> async
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m stacklens.drive.fake_nova``: serve a fake nova on 127.0.0.1."""
+    """``python tests/doubles/fake_nova.py``: serve a fake nova on 127.0.0.1."""
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -121,14 +121,15 @@ def probe_python(python: str) -> LabVersions:
 
 def find_binaries() -> tuple[Binaries | None, list[str]]:
     """The Debian programs, or None and the Debian packages that would provide the missing."""
-    found, missing = {}, []
+    found: dict[str, str] = {}
+    missing: list[str] = []
     for f, (cands, pkg) in _DEBIAN.items():
         path = next((c for c in cands if (Path(c).is_file() if "/" in c else shutil.which(c))),
                     None)
         if path is None:
             missing.append(pkg)
         else:
-            found[f] = path if "/" in path else shutil.which(path)
+            found[f] = path if "/" in path else (shutil.which(path) or path)
     if missing:
         return None, sorted(set(missing))
     return Binaries(**found), []

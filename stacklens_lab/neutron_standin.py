@@ -8,7 +8,7 @@ with 404 and everything else with 404, and writes one oslo.log-style access line
 ``logs/controller/var/log/neutron/neutron-standin.log`` so that stacklens shows its calls under
 the service name ``neutron-standin``, never as a real neutron-server.
 
-Run as ``python -m stacklens.lab.neutron_standin --port N --log FILE``; binds 127.0.0.1 only.
+Run as ``python -m stacklens_lab.neutron_standin --port N --log FILE``; binds 127.0.0.1 only.
 """
 
 from __future__ import annotations
