@@ -14,13 +14,8 @@ import pytest
 
 from stacklens.errors import MapError
 from stacklens.ingest.pipeline import ingest
-from stacklens.ingest.timezone import (
-    TzSpec,
-    apply_tz,
-    detect_offset,
-    offset_from_dual_stamps,
-    parse_tz,
-)
+from stacklens.ingest.timezone import TzSpec, apply_tz, parse_tz
+from stacklens.zoneguess import detect_offset, offset_from_dual_stamps
 
 NS = 1_000_000_000
 

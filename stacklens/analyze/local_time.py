@@ -4,7 +4,7 @@ oslo.log writes ``asctime`` without a zone (``oslo_log/formatters.py``); stackle
 unless told ``--tz``. A ``stacklens run`` records when its client (UTC) sent each create, and
 nova-api's first record of that request is its receipt: a consistent difference of a whole
 number of quarter hours between the two is a zone, not queueing or clock skew
-(:func:`stacklens.ingest.timezone.detect_offset` decides).
+(:func:`stacklens.zoneguess.detect_offset` decides).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-from stacklens.ingest.timezone import detect_offset
+from stacklens.zoneguess import detect_offset
 
 __all__ = ["PAIRS_SQL", "local_time_findings"]
 

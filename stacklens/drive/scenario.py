@@ -229,7 +229,7 @@ def scenario_model() -> type[Scenario]:
         fields: dict[str, Any] = {n: (t.config_schema | None, None) for n, t in types.items()}
         section = create_model("Workload", __base__=WorkloadSection, **fields)
         _MODELS[key] = create_model("Scenario", __base__=Scenario,
-                                    workload=(section, ...))  # type: ignore[call-overload]
+                                    workload=(section, ...))
     return _MODELS[key]
 
 

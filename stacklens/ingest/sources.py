@@ -18,7 +18,7 @@ import errno
 import os
 import stat
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,7 +74,7 @@ def _note_error(into: list[Path]) -> Callable[[OSError], None]:
     return lambda e: into.append(Path(e.filename))
 
 
-def find_files(paths: list[str | os.PathLike]) -> Iterator[SourceFile]:
+def find_files(paths: Sequence[str | os.PathLike[str]]) -> Iterator[SourceFile]:
     """Yield every file under ``paths`` (files, folders recursed, ``.gz`` files), sorted.
 
     Besides regular files, entries :func:`read_bytes` must count rather than read are yielded

@@ -22,18 +22,18 @@ from stacklens.errors import NoLogsFound
 from stacklens.ingest.names import NameMap
 from stacklens.ingest.pipeline import ingest_files
 from stacklens.ingest.sources import SourceFile, find_files
-from stacklens.schema import EVENTS, INGEST_STATS, QUARANTINE, conform
+from stacklens.schema import EVENTS, INGEST_STATS, QUARANTINE, Columns, Dtype, conform
 
 __all__ = ["collect", "ingest_on_spark"]
 
 _PARTS = ("events", "ingest_stats", "quarantine")
 # one envelope schema for the three tables: the union of their columns plus ``_table``
-_ENVELOPE: dict[str, pl.DataType] = {"_table": pl.String, **EVENTS}
+_ENVELOPE: Columns = {"_table": pl.String, **EVENTS}
 for _name, _t in {**QUARANTINE, **INGEST_STATS}.items():
     _ENVELOPE.setdefault(_name, _t)
 
 
-_SPARK_TYPES = {pl.String: "string", pl.Int64: "bigint", pl.Int32: "int", pl.Float64: "double",
+_SPARK_TYPES: dict[Dtype, str] = {pl.String: "string", pl.Int64: "bigint", pl.Int32: "int", pl.Float64: "double",
                 pl.Boolean: "boolean"}
 
 
@@ -103,4 +103,6 @@ def ingest_on_spark(
 
 def collect(df: Any, name: str) -> pl.DataFrame:
     """A Spark DataFrame of canonical table ``name`` as a Polars frame (small tables, tests)."""
-    return conform(pl.from_arrow(df.toArrow()), name)
+    frame = pl.from_arrow(df.toArrow())
+    assert isinstance(frame, pl.DataFrame)  # a table, never a single column
+    return conform(frame, name)
