@@ -37,7 +37,7 @@ def records_numbers(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     intervals = []
     for r in rows:
-        ends = [r.get(k) for k in ("gone_ns", "delete_ns", "active_ns") if r.get(k) is not None]
+        ends = [v for k in ("gone_ns", "delete_ns", "active_ns") if (v := r.get(k)) is not None]
         if r.get("submit_ns") is not None and ends:
             intervals.append((r["submit_ns"] / 1e9, max(ends) / 1e9))
     submits = sorted(r["submit_ns"] for r in rows if r.get("submit_ns") is not None)

@@ -262,7 +262,7 @@ def main() -> None:
                 result[tool]["task_uuid"] = m.get("task_uuid")
         s, r = result.get("stacklens", {}), result.get("rally", {})
         if "cpu_s" in s and "cpu_s" in r:
-            def g(d: dict, *ks: str) -> Any:
+            def g(d: Any, *ks: str) -> Any:
                 for k in ks:
                     d = d.get(k) if isinstance(d, dict) else None
                 return d
