@@ -69,6 +69,10 @@ under ``ratios``)
 
 Bounded everywhere: every child has a deadline (killed with its process group after it), the
 load wait has a limit, the stand-in stops itself after ``--max-s``.
+
+Layout: this file is the run (``main``); ``_rally_proc.py`` runs children with deadlines,
+``_rally_numbers.py`` computes the numbers from records and nova-api's log, ``_rally_tools.py``
+drives the two tools (stacklens's scenario, the Rally install) and reads their records.
 """
 
 from __future__ import annotations
@@ -76,367 +80,29 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-NOAUTH_TOKEN = "admin:admin"
-FLAVOR, IMAGE = "lab.tiny", "stacklens-lab-image"
-MICROVERSION = "2.37"
-ACTIVE_TIMEOUT_S, DELETE_TIMEOUT_S = 900, 600
-
-
-def _say(msg: str) -> None:
-    print(f"[drive_vs_rally {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------------------------------------
-# children with deadlines, CPU from wait4
-# ---------------------------------------------------------------------------------------------
-
-def run_child(argv: list[str], log_prefix: Path, timeout_s: float,
-              env: dict[str, str] | None = None, cwd: str | None = None) -> dict[str, Any]:
-    """Run ``argv`` to completion (or its deadline); rusage from ``os.wait4`` of this child."""
-    t0 = time.perf_counter()
-    with open(f"{log_prefix}.out", "wb") as out, open(f"{log_prefix}.err", "wb") as err:
-        p = subprocess.Popen(argv, stdout=out, stderr=err, env=env, cwd=cwd,
-                             start_new_session=True, stdin=subprocess.DEVNULL)
-    deadline, timed_out = time.monotonic() + timeout_s, False
-    while True:
-        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            timed_out = True
-            for sig, grace in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
-                try:
-                    os.killpg(p.pid, sig)
-                except ProcessLookupError:
-                    pass
-                end = time.monotonic() + grace
-                while time.monotonic() < end:
-                    pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-                    if pid:
-                        break
-                    time.sleep(0.2)
-                if pid:
-                    break
-            if not pid:
-                pid, status, ru = os.wait4(p.pid, 0)
-            break
-        time.sleep(0.2)
-    p.returncode = os.waitstatus_to_exitcode(status)  # reaped here; keep Popen from waiting
-    return {"argv": argv, "rc": p.returncode, "timed_out": timed_out,
-            "wall_s": round(time.perf_counter() - t0, 3),
-            "cpu_user_s": round(ru.ru_utime, 3), "cpu_sys_s": round(ru.ru_stime, 3),
-            "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
-            "peak_rss_mb": round(ru.ru_maxrss / 1024, 1),
-            "stdout": f"{log_prefix}.out", "stderr": f"{log_prefix}.err"}
-
-
-def _tail(path: str | Path, n: int = 15) -> str:
-    try:
-        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
-    except OSError:
-        return ""
-
-
-def wait_for_load(max_load: float, max_wait_s: float) -> dict[str, Any]:
-    t0 = time.monotonic()
-    load = os.getloadavg()[0]
-    announced = False
-    while load >= max_load and time.monotonic() - t0 < max_wait_s:
-        if not announced:
-            _say(f"load average {load:.2f} >= {max_load}; waiting (at most {max_wait_s:.0f} s)")
-            announced = True
-        time.sleep(10)
-        load = os.getloadavg()[0]
-    return {"loadavg_1m": round(load, 2), "below_max": load < max_load,
-            "waited_s": round(time.monotonic() - t0, 1)}
-
-
-# ---------------------------------------------------------------------------------------------
-# numbers from records
-# ---------------------------------------------------------------------------------------------
-
-def _pcts(vals: list[float]) -> dict[str, float | None]:
-    from stacklens.drive.sla import percentile
-
-    return {k: (round(v, 3) if (v := percentile(vals, q)) is not None else None)
-            for k, q in (("p50", 0.5), ("p95", 0.95), ("max", 1.0))} | {"n": len(vals)}
-
-
-def _peak_overlap(intervals: list[tuple[float, float]]) -> int:
-    ev = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals],
-                key=lambda e: (e[0], e[1]))  # an end before a start at the same instant
-    cur = peak = 0
-    for _, d in ev:
-        cur += d
-        peak = max(peak, cur)
-    return peak
-
-
-def records_numbers(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """e2e percentiles, outcomes, peak in flight and submit spread from record dicts
-    (the fields of RequestRecord: outcome, submit_ns, active_ns, delete_ns, gone_ns)."""
-    ok = [r for r in rows if r.get("outcome") == "ok"]
-
-    def dur(r: dict, a: str, b: str) -> float | None:
-        return (r[b] - r[a]) / 1e9 if r.get(a) is not None and r.get(b) is not None else None
-
-    intervals = []
-    for r in rows:
-        ends = [r.get(k) for k in ("gone_ns", "delete_ns", "active_ns") if r.get(k) is not None]
-        if r.get("submit_ns") is not None and ends:
-            intervals.append((r["submit_ns"] / 1e9, max(ends) / 1e9))
-    submits = sorted(r["submit_ns"] for r in rows if r.get("submit_ns") is not None)
-    return {
-        "records": len(rows),
-        "outcomes": dict(Counter(r.get("outcome") or "pending" for r in rows)),
-        "create_s": _pcts([d for r in ok if (d := dur(r, "submit_ns", "active_ns")) is not None]),
-        "delete_s": _pcts([d for r in ok if (d := dur(r, "delete_ns", "gone_ns")) is not None]),
-        "peak_in_flight_from_records": _peak_overlap(intervals),
-        "submit_spread_s": round((submits[-1] - submits[0]) / 1e9, 3) if submits else None,
-    }
-
-
-_REQLOG = re.compile(r'nova\.api\.openstack\.requestlog .*?"(\w+) (\S+)" status: (\d+)'
-                     r'.*? time: ([\d.]+)')
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-
-
-def nova_api_calls(log: Path, start: int, end: int) -> dict[str, Any]:
-    """Calls nova-api logged between two byte offsets of its log, by method and path template."""
-    try:
-        with open(log, "rb") as f:
-            f.seek(start)
-            text = f.read(max(0, end - start)).decode("utf-8", "replace")
-    except OSError as e:
-        return {"error": str(e)}
-    by: Counter[str] = Counter()
-    status: Counter[str] = Counter()
-    server_s = 0.0
-    for m in _REQLOG.finditer(text):
-        path = _UUID.sub("{id}", m.group(2).split("?")[0])
-        path = re.sub(r"/flavors/[^/]+", "/flavors/{id}", path)
-        by[f"{m.group(1)} {path}"] += 1
-        status[m.group(3)] += 1
-        server_s += float(m.group(4))
-    return {"total": sum(by.values()), "by_call": dict(by.most_common()),
-            "by_status": dict(status), "nova_api_time_s": round(server_s, 3)}
-
-
-def _offset(p: Path) -> int:
-    try:
-        return p.stat().st_size
-    except OSError:
-        return 0
-
-
-# ---------------------------------------------------------------------------------------------
-# the two tools
-# ---------------------------------------------------------------------------------------------
-
-SCENARIO = """\
-# written by bench/drive_vs_rally.py: Rally's boot_and_delete_server, stacklens's way
-name: drive-vs-rally
-workload:
-  boot_servers:
-    count: {servers}
-    flavor: {flavor}
-    image: {image}
-    network: none
-    mode: parallel
-    concurrency: {concurrency}
-    ramp: {{shape: burst}}
-    repetitions: 1
-    phases:
-      active: {{timeout_s: {active_timeout}}}
-      ping: {{enabled: false}}
-      ssh: {{enabled: false}}
-      delete: {{enabled: true, when: each, timeout_s: {delete_timeout}}}
-client: {{poll_interval_s: 2, request_timeout_s: 300, max_connections: 100, microversion: "{mv}"}}
-cleanup: delete
-logs: []
-"""
-
-RALLY_NICS_PLUGIN = '''\
-"""Written by stacklens bench/drive_vs_rally.py. Lets NovaServers.boot_and_delete_server pass
-nics="none" (microversion >= 2.37): Rally's _boot_server iterates nics as a list of dicts,
-so the string is handed on as a str whose iteration is empty; novaclient sends it as is."""
-from rally_openstack.task.scenarios.nova import utils as _nova_utils
-
-
-class _NetworksEnum(str):
-    def __iter__(self):
-        return iter(())
-
-
-_orig_boot_server = _nova_utils.NovaScenario._boot_server
-
-
-def _boot_server(self, image, flavor, auto_assign_nic=False, **kwargs):
-    if isinstance(kwargs.get("nics"), str):
-        kwargs["nics"] = _NetworksEnum(kwargs["nics"])
-    return _orig_boot_server(self, image, flavor, auto_assign_nic=auto_assign_nic, **kwargs)
-
-
-_nova_utils.NovaScenario._boot_server = _boot_server
-'''
-
-
-class Rally:
-    """A Rally install (own venv), its DB, env and plugin dir under ``work``."""
-
-    def __init__(self, venv: Path, work: Path, keystone_url: str, timeout_s: float):
-        self.bin = venv / "bin" / "rally"
-        self.work = work
-        self.timeout_s = timeout_s
-        self.home = work / "home"
-        self.home.mkdir(parents=True, exist_ok=True)
-        (work / "plugins").mkdir(exist_ok=True)
-        (work / "plugins" / "stacklens_bench_nics_none.py").write_text(RALLY_NICS_PLUGIN)
-        (work / "rally.conf").write_text(
-            f"[database]\nconnection = sqlite:///{work / 'rally.sqlite'}\n"
-            f"[openstack]\nnova_server_boot_timeout = {ACTIVE_TIMEOUT_S}\n"
-            f"nova_server_delete_timeout = {DELETE_TIMEOUT_S}\n")
-        (work / "spec.json").write_text(json.dumps({"existing@openstack": {
-            "auth_url": f"{keystone_url}/v3", "region_name": "RegionOne",
-            "users": [{"username": "admin", "password": "admin", "project_name": "admin",
-                       "user_domain_name": "Default", "project_domain_name": "Default"}],
-            "api_info": {"keystone": {"version": 3}, "nova": {"version": MICROVERSION}},
-        }}, indent=2))
-        self.env = {**os.environ, "HOME": str(self.home)}
-        self.env.pop("OS_CLOUD", None)
-
-    def argv(self, *args: str) -> list[str]:
-        return [str(self.bin), "--config-file", str(self.work / "rally.conf"),
-                "--plugin-paths", str(self.work / "plugins"), *args]
-
-    def call(self, name: str, *args: str, timeout_s: float = 180) -> dict[str, Any]:
-        r = run_child(self.argv(*args), self.work / name, timeout_s, env=self.env)
-        if r["rc"] != 0:
-            raise RuntimeError(f"rally {' '.join(args)}: exit {r['rc']}"
-                               f"{' (timed out)' if r['timed_out'] else ''}:\n"
-                               f"{_tail(r['stdout'])}\n{_tail(r['stderr'])}")
-        return r
-
-    def setup(self) -> dict[str, Any]:
-        self.call("db-create", "db", "create")
-        self.call("env-create", "env", "create", "--name", "stacklens-lab", "--spec",
-                  str(self.work / "spec.json"), "--no-use")
-        check = self.call("env-check", "env", "check", "stacklens-lab", "--detailed")
-        return {"env_check": _tail(check["stdout"], 6)}
-
-    def task(self, name: str, servers: int, concurrency: int) -> dict[str, Any]:
-        task = {"version": 2, "title": name, "subtasks": [{"title": "boot_and_delete",
-                "workloads": [{
-                    "scenario": {"NovaServers.boot_and_delete_server": {
-                        "flavor": {"name": FLAVOR}, "image": {"name": IMAGE}, "nics": "none"}},
-                    "runner": {"constant": {"times": servers, "concurrency": concurrency,
-                                            "timeout": ACTIVE_TIMEOUT_S + DELETE_TIMEOUT_S}},
-                    "contexts": {}, "sla": {"failure_rate": {"max": 100}}}]}]}
-        path = self.work / f"{name}.task.json"
-        path.write_text(json.dumps(task, indent=2))
-        r = run_child(self.argv("task", "start", str(path), "--env", "stacklens-lab"),
-                      self.work / name, self.timeout_s, env=self.env)
-        m = re.search(r"Task ([0-9a-f-]{36})", Path(r["stdout"]).read_text(errors="replace"))
-        r["task_uuid"] = m.group(1) if m else None
-        if m:
-            report = self.work / f"{name}.report.json"
-            rep = run_child(self.argv("task", "report", m.group(1), "--json", "--out",
-                                      str(report)), self.work / f"{name}-report", 180,
-                            env=self.env)
-            r["report"] = str(report) if rep["rc"] == 0 and report.exists() else None
-        return r
-
-
-def rally_numbers(run: dict[str, Any]) -> dict[str, Any]:
-    from stacklens.drive.rally import read_rally
-
-    if not run.get("report"):
-        return {"error": "no Rally report: " + _tail(run["stdout"], 20)}
-    recs = read_rally(run["report"])
-    doc = json.loads(Path(run["report"]).read_text())
-    intervals, loads = [], {}
-    for t in doc.get("tasks", []):
-        for st in t.get("subtasks", []):
-            for w in st.get("workloads", []):
-                loads = {"load_duration_s": round(w.get("load_duration") or 0, 3),
-                         "full_duration_s": round(w.get("full_duration") or 0, 3),
-                         "failed_iterations": w.get("failed_iteration_count"),
-                         "total_iterations": w.get("total_iteration_count")}
-                for itr in w.get("data", []):
-                    ts = float(itr["timestamp"])
-                    intervals.append((ts, ts + float(itr.get("duration") or 0)
-                                      + float(itr.get("idle_duration") or 0)))
-    errors = Counter((r.error or "")[:160] for r in recs if r.outcome != "ok")
-    return {**records_numbers([_rec_dict(r) for r in recs]),
-            "peak_in_flight": _peak_overlap(intervals),
-            "peak_in_flight_source": "Rally iteration timestamps (timestamp .. timestamp + "
-                                     "duration + idle_duration)",
-            "rally_report": loads, "errors": dict(errors.most_common(5))}
-
-
-def _rec_dict(r: Any) -> dict[str, Any]:
-    return {k: getattr(r, k) for k in ("outcome", "submit_ns", "active_ns", "delete_ns",
-                                        "gone_ns", "error")}
-
-
-def stacklens_run(stacklens: Path, work: Path, name: str, endpoint: str, servers: int,
-                  concurrency: int, timeout_s: float) -> dict[str, Any]:
-    scn = work / f"{name}.yaml"
-    scn.write_text(SCENARIO.format(servers=servers, concurrency=concurrency, flavor=FLAVOR,
-                                   image=IMAGE, active_timeout=ACTIVE_TIMEOUT_S,
-                                   delete_timeout=DELETE_TIMEOUT_S, mv=MICROVERSION))
-    out = work / name
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OS_CLOUD", "OS_CLIENT_CONFIG_FILE", "STACKLENS_OUT")}
-    r = run_child([str(stacklens), "run", str(scn), "--out", str(out), "--endpoint", endpoint,
-                   "--token", NOAUTH_TOKEN, "--json"], work / f"{name}-cli", timeout_s, env=env)
-    r["out"] = str(out)
-    return r
-
-
-def stacklens_numbers(run: dict[str, Any]) -> dict[str, Any]:
-    import polars as pl
-
-    out = Path(run["out"])
-    try:
-        rows = pl.read_parquet(out / "tables" / "requests.parquet").to_dicts()
-        man = json.loads((out / "manifest.json").read_text())["run"]
-    except (OSError, ValueError, KeyError) as e:
-        return {"error": f"no stacklens records ({e}): " + _tail(run["stderr"], 20)}
-    errors = Counter((r.get("error") or "")[:160] for r in rows if r.get("outcome") != "ok")
-    return {**records_numbers(rows),
-            "peak_in_flight": (man.get("stats") or {}).get("peak_in_flight"),
-            "peak_in_flight_source": "manifest.json run.stats.peak_in_flight",
-            "http_calls": man.get("calls"), "leftovers": len(man.get("leftovers") or []),
-            "errors": dict(errors.most_common(5))}
-
-
-def leftover_servers(endpoint: str) -> int | str:
-    req = urllib.request.Request(f"{endpoint}/servers?all_tenants=1&limit=1000",
-                                 headers={"X-Auth-Token": NOAUTH_TOKEN})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return len(json.loads(resp.read())["servers"])
-    except Exception as e:  # noqa: BLE001 (a number or why not)
-        return f"unknown: {e}"
-
-
-def _ratio(a: Any, b: Any) -> float | None:
-    return round(a / b, 3) if isinstance(a, int | float) and isinstance(b, int | float) and b \
-        else None
-
+from _rally_numbers import _offset, _ratio, nova_api_calls
+from _rally_proc import _say, _tail, run_child, wait_for_load
+from _rally_tools import (
+    ACTIVE_TIMEOUT_S,
+    DELETE_TIMEOUT_S,
+    FLAVOR,
+    IMAGE,
+    Rally,
+    leftover_servers,
+    rally_numbers,
+    stacklens_numbers,
+    stacklens_run,
+)
 
 # ---------------------------------------------------------------------------------------------
 
@@ -596,7 +262,7 @@ def main() -> None:
                 result[tool]["task_uuid"] = m.get("task_uuid")
         s, r = result.get("stacklens", {}), result.get("rally", {})
         if "cpu_s" in s and "cpu_s" in r:
-            def g(d: dict, *ks: str) -> Any:
+            def g(d: Any, *ks: str) -> Any:
                 for k in ks:
                     d = d.get(k) if isinstance(d, dict) else None
                 return d
