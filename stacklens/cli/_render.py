@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +15,23 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from stacklens.manifest import IngestSection, TraceSection
-from stacklens.pipeline import OnProgress, StageProgress
+from stacklens.pipeline import (
+    IngestOptions,
+    OnProgress,
+    StageProgress,
+    ingest_step,
+    mine_step,
+    report_step,
+    trace_step,
+)
 from stacklens.report.json_out import render_json
 from stacklens.report.terminal import render_terminal
+from stacklens.store import RunStore
 
 __all__ = [
     "FORCE",
     "Ticker",
+    "analyze_store",
     "err",
     "print_ingest",
     "print_report",
@@ -83,6 +93,21 @@ def print_ingest(s: IngestSection) -> None:
 def print_trace(s: TraceSection) -> None:
     """One stderr line: traces, spans, flows."""
     err.print(f"trace: {s.traces:,} traces, {s.spans:,} spans, {s.flows:,} flows")
+
+
+def analyze_store(store: RunStore, paths: Sequence[str], opts: IngestOptions,
+                  quiet: bool) -> dict[str, Any]:
+    """Run ingest, trace, template mining and report into ``store`` with progress and the stage
+    summaries on stderr (none when ``quiet``); returns the report dict."""
+    with stage_progress(quiet=quiet) as on_progress:
+        ing = ingest_step(store, paths, opts, on_progress)
+    if not quiet:
+        print_ingest(ing)
+    tr = trace_step(store)
+    mine_step(store)
+    if not quiet:
+        print_trace(tr)
+    return report_step(store)
 
 
 def print_report(report: dict[str, Any], run: Path, as_json: bool) -> None:

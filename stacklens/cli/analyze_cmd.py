@@ -6,10 +6,10 @@ from pathlib import Path
 
 import typer
 
-from stacklens.cli._render import FORCE, print_ingest, print_report, print_trace, stage_progress
+from stacklens.cli._render import FORCE, analyze_store, print_report
 from stacklens.cli.ingest_cmd import HOST_MAP, OUT, PATHS, SERVICE_MAP, TZ, TZ_ZONE, WORKERS
 from stacklens.errors import InputNotFound
-from stacklens.pipeline import IngestOptions, ingest_step, mine_step, report_step, trace_step
+from stacklens.pipeline import IngestOptions
 from stacklens.store import RunStore
 
 
@@ -32,12 +32,4 @@ def analyze(
     store = RunStore(out)
     store.prepare(force)
     opts = IngestOptions(host_map, service_map, tz_offset, tz, workers)
-    with stage_progress(quiet=as_json) as on_progress:
-        ing = ingest_step(store, paths, opts, on_progress)
-    if not as_json:
-        print_ingest(ing)
-    tr = trace_step(store)
-    mine_step(store)
-    if not as_json:
-        print_trace(tr)
-    print_report(report_step(store), out, as_json)
+    print_report(analyze_store(store, paths, opts, quiet=as_json), out, as_json)

@@ -20,20 +20,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from stacklens.cli._connection import choose_connection
-from stacklens.cli._render import (
-    FORCE,
-    Ticker,
-    print_ingest,
-    print_report,
-    print_trace,
-    stage_progress,
-)
+from stacklens.cli._render import FORCE, Ticker, analyze_store, print_report
 from stacklens.drive.pacer import DriveStats
 from stacklens.drive.scenario import load_scenario
 from stacklens.drive.session import RunResult, finalize_records, run_scenario, summarize
 from stacklens.drive.workload import RunPlan, get_workload
 from stacklens.errors import SlaBreach
-from stacklens.pipeline import IngestOptions, ingest_step, mine_step, report_step, trace_step
+from stacklens.pipeline import IngestOptions
 from stacklens.store import RunStore
 
 err = Console(stderr=True)
@@ -75,15 +68,7 @@ def _server_view(out: Path, sources: list[str], res: RunResult, quiet: bool) -> 
     margin = 60 * 1_000_000_000
     store = RunStore(out)
     opts = IngestOptions(window_ns=(res.summary.started_ns - margin, res.summary.ended_ns + margin))
-    with stage_progress(quiet=quiet) as on_progress:
-        ing = ingest_step(store, sources, opts, on_progress)
-    if not quiet:
-        print_ingest(ing)
-    tr = trace_step(store)
-    mine_step(store)
-    if not quiet:
-        print_trace(tr)
-    report = report_step(store)
+    report = analyze_store(store, sources, opts, quiet)
     if not quiet:
         print_report(report, out, as_json=False)
     cs = (report.get("client_server") or {}).get("summary") or {}

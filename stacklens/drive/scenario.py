@@ -9,28 +9,13 @@ The ``workload:`` section names exactly one registered workload type
 (:func:`scenario_model`); ``boot_servers`` is described in :mod:`stacklens.drive.boot_servers`.
 Every workload has the :class:`Pacing` keys (``concurrency``, ``ramp``, ``repetitions``).
 
-A scenario, every key but ``workload.boot_servers.image`` / ``flavor`` and one of ``count`` /
-``per_compute`` optional::
+A scenario's top level (the ``workload:`` body of ``boot_servers``, with every key, is in
+:mod:`stacklens.drive.boot_servers`)::
 
     name: boot-storm
     cloud: stacklens-lab            # a clouds.yaml entry (openstacksdk); --cloud overrides
     workload:
-      boot_servers:
-        per_compute: 20             # or count: 200
-        computes: 10                # default: nova-compute services that are up
-        flavor: m1.tiny             # name or id
-        image: cirros               # name or id
-        network: none               # none, auto, or a network id
-        mode: parallel              # or batch: one POST with min_count = max_count
-        batch_size: 50              # batch mode: servers per POST (default: all)
-        concurrency: 200            # servers in flight at most
-        ramp: {shape: burst}        # constant / linear / steps: see RampConstant ...
-        repetitions: 1
-        phases:
-          active: {timeout_s: 600}
-          ping: {enabled: false}
-          ssh: {enabled: false}
-          delete: {enabled: true, when: each, timeout_s: 300}
+      boot_servers: {per_compute: 20, flavor: m1.tiny, image: cirros, concurrency: 200}
     client: {poll_interval_s: 2, microversion: "2.37"}
     cleanup: delete                 # keep_errors, keep
     sla: {success_rate: 0.95, p95_s: 120}   # ok/all records; p95 of create_s (see Sla)
