@@ -84,12 +84,12 @@ def duration_change(base: Sequence[float], other: Sequence[float], threshold: fl
             warnings.append(f"spread is high in {label}: interquartile range is "
                             f"{sp:.0%} of the median")
     mb, mo = percentile(base, 0.5), percentile(other, 0.5)
-    ratio = (mo / mb) if mb else None
+    ratio = (mo / mb) if mb and mo is not None else None
     ci = bootstrap_ratio_ci(base, other)
     _, p = mann_whitney(base, other)
     significant = bool(p < alpha and ci is not None and not (ci[0] <= 1.0 <= ci[1]))
     if ratio is None:
-        verdict = "baseline median is 0: no ratio"
+        verdict = "no change (both medians 0 s)" if not mo else "baseline median is 0: no ratio"
     elif not significant:
         verdict = "no significant change"
     elif ratio >= 1.0:
