@@ -14,6 +14,7 @@ from stacklens.cli import (
     cleanup_cmd,
     collect_cmd,
     compare_cmd,
+    import_cmd,
     ingest_cmd,
     lab_cmd,
     report_cmd,
@@ -42,6 +43,7 @@ app.add_typer(lab_cmd.lab_app, name="lab")
 app.command("collect")(collect_cmd.collect_cmd)
 app.command("sql")(sql_cmd.sql)
 app.command("compare")(compare_cmd.compare)
+app.add_typer(import_cmd.import_app, name="import")
 
 
 @app.callback(invoke_without_command=True)
