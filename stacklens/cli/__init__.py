@@ -14,6 +14,7 @@ from stacklens.cli import (
     cleanup_cmd,
     collect_cmd,
     compare_cmd,
+    export_cmd,
     import_cmd,
     ingest_cmd,
     lab_cmd,
@@ -44,6 +45,7 @@ app.command("collect")(collect_cmd.collect_cmd)
 app.command("sql")(sql_cmd.sql)
 app.command("compare")(compare_cmd.compare)
 app.add_typer(import_cmd.import_app, name="import")
+app.add_typer(export_cmd.export_app, name="export")
 
 
 @app.callback(invoke_without_command=True)

@@ -1,0 +1,235 @@
+"""``stacklens export otlp``: the OTLP JSON a run becomes, and the spans read back from a REAL
+Jaeger v2 on 127.0.0.1 (built by ``.ci/jaeger-setup.sh``; the receiver tests skip with the
+reason when the binary is absent)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import polars as pl
+import pytest
+from conftest import DATA, DEVSTACK, need
+
+from stacklens.export import otlp_span_id, otlp_trace_id
+from stacklens.store import RunStore
+
+ROOT = Path(__file__).resolve().parents[1]
+PERFDOCS = DATA / "osprofiler" / "perfdocs-keystone-osprofiler"
+HEX32, HEX16 = set("0123456789abcdef"), set("0123456789abcdef")
+
+
+def cli(*args: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "stacklens", *map(str, args)],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+@pytest.fixture(scope="module")
+def osp_run(tmp_path_factory) -> Path:
+    """The Fernet/cache-off OSProfiler traces imported (keystone, nova, glance, neutron; RPC)."""
+    need(PERFDOCS)
+    out = tmp_path_factory.mktemp("osp") / "run"
+    p = cli("import", "osprofiler", PERFDOCS / "Liberty+Fernet+CacheOff", "--out", out)
+    assert p.returncode == 0, p.stderr
+    return out
+
+
+def _requests(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _spans(reqs: list[dict]) -> list[dict]:
+    return [s for r in reqs for rs in r["resourceSpans"] for ss in rs["scopeSpans"]
+            for s in ss["spans"]]
+
+
+def test_otlp_json_shape(osp_run, tmp_path):
+    out = tmp_path / "otlp.jsonl"
+    p = cli("export", "otlp", osp_run, "--out", out)
+    assert p.returncode == 0, p.stderr
+    store = RunStore(osp_run)
+    table = store.read("spans")
+    spans = _spans(_requests(out))
+    assert len(spans) == table.height == 1075
+    ids = {(s["traceId"], s["spanId"]) for s in spans}
+    assert len(ids) == len(spans)
+    for s in spans:
+        assert len(s["traceId"]) == 32 and set(s["traceId"]) <= HEX32
+        assert len(s["spanId"]) == 16 and set(s["spanId"]) <= HEX16
+        assert int(s["endTimeUnixNano"]) >= int(s["startTimeUnixNano"])
+        if "parentSpanId" in s:
+            assert (s["traceId"], s["parentSpanId"]) in ids
+        for link in s.get("links", []):
+            assert (link["traceId"], link["spanId"]) in ids
+    flows = store.read("flows").filter(pl.col("kind").is_in(["rpc_call", "rpc_cast"]))
+    assert sum(len(s.get("links", [])) for s in spans) == flows.height > 0
+    # the server create's root: OpenStack attributes and the instance uuid
+    root = store.read("traces").filter(pl.col("operation") == "POST /v2.1/{id}/servers").row(
+        0, named=True)
+    got = next(s for s in spans if s["spanId"] == otlp_span_id(root["trace_id"], root["trace_id"]))
+    attrs = {a["key"]: next(iter(a["value"].values())) for a in got["attributes"]}
+    assert attrs["openstack.instance_uuid"] == root["instance_uuid"]
+    assert attrs["openstack.request_id"] == root["request_id"]
+    assert attrs["stacklens.outcome"] == "success" and attrs["openstack.service"] == "nova-api"
+    assert otlp_trace_id("req-c354514b-0c97-415e-ba7f-18750569f103") == \
+        "c354514b0c97415eba7f18750569f103"
+
+
+def test_export_needs_an_endpoint_and_a_reachable_receiver(osp_run):
+    p = cli("export", "otlp", osp_run)
+    assert p.returncode == 1 and "--endpoint" in p.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    p = cli("export", "otlp", osp_run, "--endpoint", f"http://127.0.0.1:{port}", "--timeout", "5")
+    assert p.returncode == 1 and "cannot be reached" in p.stderr
+
+
+# --- a real Jaeger v2 ----------------------------------------------------------------------
+
+def _jaeger_bin() -> str | None:
+    cand = os.environ.get("STACKLENS_JAEGER") or shutil.which("jaeger") or \
+        str(Path.home() / "go" / "bin" / "jaeger")
+    return cand if cand and Path(cand).is_file() and os.access(cand, os.X_OK) else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+CONFIG = """
+service:
+  extensions: [jaeger_storage, jaeger_query]
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: []
+      exporters: [jaeger_storage_exporter]
+  telemetry:
+    metrics:
+      level: none
+    logs:
+      level: warn
+extensions:
+  jaeger_query:
+    storage:
+      traces: mem
+    http:
+      endpoint: 127.0.0.1:{query}
+    grpc:
+      endpoint: 127.0.0.1:{query_grpc}
+  jaeger_storage:
+    backends:
+      mem:
+        memory:
+          max_traces: 100000
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:{otlp}
+exporters:
+  jaeger_storage_exporter:
+    trace_storage: mem
+"""
+
+
+@pytest.fixture(scope="module")
+def jaeger(tmp_path_factory) -> Iterator[tuple[str, str]]:
+    """A Jaeger v2 all-in-one (memory storage) on 127.0.0.1: yields (OTLP endpoint, query URL);
+    stopped after the module."""
+    binary = _jaeger_bin()
+    if binary is None:
+        pytest.skip("no jaeger binary: run `bash .ci/jaeger-setup.sh` (builds Jaeger v2 from "
+                    "its Go module into ~/go/bin) or set STACKLENS_JAEGER")
+    ports = {"query": _free_port(), "query_grpc": _free_port(), "otlp": _free_port()}
+    cfg = tmp_path_factory.mktemp("jaeger") / "config.yaml"
+    cfg.write_text(CONFIG.format(**ports))
+    log = cfg.with_suffix(".log").open("w")
+    proc = subprocess.Popen([binary, "--config", str(cfg)], stdout=log, stderr=log)
+    query = f"http://127.0.0.1:{ports['query']}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # bounded: 60 s
+            if proc.poll() is not None:
+                pytest.fail(f"jaeger exited: {cfg.with_suffix('.log').read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{query}/api/services", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("jaeger did not answer within 60 s")
+            time.sleep(0.5)
+        yield f"http://127.0.0.1:{ports['otlp']}", query
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _read_back(query: str, trace_hex: str, want: int) -> list[dict]:
+    """The trace's spans from Jaeger's HTTP query API, waiting (at most 20 s) for all of them."""
+    deadline, spans = time.monotonic() + 20, []
+    while time.monotonic() < deadline:  # bounded
+        r = httpx.get(f"{query}/api/traces/{trace_hex}", timeout=5)
+        if r.status_code == 200:
+            data = r.json().get("data") or []
+            spans = data[0]["spans"] if data else []
+            if len(spans) >= want:
+                break
+        time.sleep(0.3)
+    return spans
+
+
+def _check_run_in_jaeger(run: Path, endpoint: str, query: str, limit: int) -> tuple[int, int]:
+    p = cli("export", "otlp", run, "--endpoint", endpoint, "--limit", limit)
+    assert p.returncode == 0, p.stderr
+    store = RunStore(run)
+    spans = store.read("spans")
+    first = (spans.group_by("trace_id").agg(pl.col("start_ns").min())
+             .sort("start_ns", "trace_id")["trace_id"].to_list()[:limit])
+    n_spans = 0
+    for tid in first:
+        want = spans.filter(pl.col("trace_id") == tid)
+        got = {s["spanID"]: s for s in _read_back(query, otlp_trace_id(tid), want.height)}
+        assert len(got) == want.height, (tid, len(got), want.height)
+        for s in want.iter_rows(named=True):
+            j = got[otlp_span_id(tid, s["span_id"])]
+            assert abs(j["startTime"] - s["start_ns"] // 1000) <= 1
+            assert abs(j["duration"] - (s["end_ns"] - s["start_ns"]) // 1000) <= 1
+            parents = [r for r in j.get("references", []) if r["refType"] == "CHILD_OF"]
+            if s["parent_span_id"] is not None:
+                assert parents and parents[0]["spanID"] == otlp_span_id(tid, s["parent_span_id"])
+        n_spans += want.height
+    return len(first), n_spans
+
+
+def test_osprofiler_traces_read_back_from_jaeger(osp_run, jaeger):
+    endpoint, query = jaeger
+    n_traces, n_spans = _check_run_in_jaeger(osp_run, endpoint, query, limit=35)
+    assert n_traces == 35 and n_spans == 1075
+    services = httpx.get(f"{query}/api/services", timeout=5).json()["data"]
+    assert {"nova-api", "nova-compute", "keystone", "neutron-server"} <= set(services)
+
+
+def test_devstack_traces_read_back_from_jaeger(devstack_run, jaeger):
+    need(DEVSTACK)
+    endpoint, query = jaeger
+    store, _ = devstack_run
+    n_traces, n_spans = _check_run_in_jaeger(store.path, endpoint, query, limit=60)
+    assert n_traces == 60 and n_spans >= 60
