@@ -163,3 +163,25 @@ def test_compare_user_errors(runs, tmp_path):
     (tmp_path / "empty").mkdir()
     p = cli("compare", runs["a"], tmp_path / "empty")
     assert p.returncode == 1 and "neither a traces nor a requests table" in p.stderr
+
+
+def test_config_diff_beside_the_verdict(runs, tmp_path):
+    """Two runs that differ in one scheduler option: the slowdown and the option, side by side."""
+    import shutil
+
+    for name, subset in (("a", 1), ("slow", 10)):
+        shutil.copytree(runs[name], tmp_path / name)
+        (tmp_path / name / "config").mkdir()
+        (tmp_path / name / "config" / "nova.conf").write_text(
+            "[DEFAULT]\ndebug = True\n[filter_scheduler]\n"
+            f"host_subset_size = {subset}\n[database]\nmax_pool_size = 5\n")
+    p = cli("compare", tmp_path / "a", tmp_path / "slow")
+    assert p.returncode == 3
+    assert "What differs between the runs" in p.stdout
+    line = next(x for x in p.stdout.splitlines() if "host_subset_size" in x)
+    assert "1" in line and "10" in line and "max_pool_size" not in p.stdout
+    r = json.loads(cli("compare", tmp_path / "a", tmp_path / "slow", "--json").stdout)
+    meta = {m["key"]: m for m in r["metadata"]}
+    assert meta["config:nova.conf [filter_scheduler] host_subset_size"]["values"] == ["1", "10"]
+    assert meta["config:nova.conf [filter_scheduler] host_subset_size"]["differs"]
+    assert not meta["config:nova.conf [database] max_pool_size"]["differs"]

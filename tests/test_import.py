@@ -174,3 +174,22 @@ def test_rally_task_as_a_run_and_compare(tmp_path):
     p = cli("import", "rally", DATA / "rally" / "msds-rally" / "j_image_output.json",
             "--out", tmp_path / "img")
     assert p.returncode == 1 and "no server-booting iteration" in p.stderr
+
+
+def test_help_of_the_new_commands():
+    for args in (("compare",), ("import", "osprofiler"), ("import", "rally"), ("export", "otlp")):
+        p = cli(*args, "--help")
+        assert p.returncode == 0 and "Usage" in p.stdout, (args, p.stderr)
+
+
+def test_report_and_sql_read_an_imported_run(tmp_path):
+    need(PERFDOCS)
+    run = tmp_path / "run"
+    assert cli("import", "osprofiler", PERFDOCS / "Liberty+UUID+CacheOn", "--out", run
+               ).returncode == 0
+    p = cli("sql", run, "SELECT count(*) AS n FROM spans", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)[0]["n"] == 239
+    p = cli("report", run)
+    # the report counts requests by HTTP status, which OSProfiler does not record
+    assert p.returncode == 0, p.stderr
+    assert "background traces 26" in p.stdout

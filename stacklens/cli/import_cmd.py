@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from stacklens.imports import import_osprofiler, import_rally
+from stacklens.schema import TABLES, empty
 from stacklens.store import RunStore
 
 import_app = typer.Typer(help="Import OSProfiler traces or a Rally task as a run folder.",
@@ -17,6 +18,13 @@ import_app = typer.Typer(help="Import OSProfiler traces or a Rally task as a run
 OUT = typer.Option(..., "--out", "-o", help="Run folder to write (created; must be empty "
                    "unless --force).")
 FORCE = typer.Option(False, "--force", help="Replace the run in a non-empty --out folder.")
+
+
+def _with_empty(tables: dict) -> dict:
+    """``tables`` plus an empty table for every other canonical table, so that stages reading
+    a run folder (``report``, ``sql``) find each table they name (an import has no log
+    records: its events, templates, ... are empty, not missing)."""
+    return {**{n: empty(n) for n in TABLES}, **tables}
 
 
 @import_app.command("osprofiler")
@@ -30,7 +38,7 @@ def osprofiler(
     res = import_osprofiler([str(p) for p in paths])
     store = RunStore(out)
     store.prepare(force)
-    store.write(res.tables)
+    store.write(_with_empty(res.tables))
     store.write_section("run", {
         "source": "osprofiler", "state": "imported", "inputs": res.files,
         "base_ids": res.base_ids, "points": res.points,
@@ -54,7 +62,7 @@ def rally(
     requests, run = import_rally(path)
     store = RunStore(out)
     store.prepare(force)
-    store.write({"requests": requests})
+    store.write(_with_empty({"requests": requests}))
     store.write_section("run", run)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(run["stats"].items()))
     typer.echo(f"import: {requests.height} iterations of {run['scenario']} ({counts}) -> {out}",

@@ -12,11 +12,13 @@ A run is any folder :class:`stacklens.store.RunStore` reads: measured (``stackle
 * metadata, from the manifest and the tables: stacklens version, scenario, inputs, hosts
   (``spans.host`` / ``events.host``), service versions and captured config files when the run
   section carries them (``run.service_versions``: ``{service: version}``;
-  ``run.config_files``: ``{path: sha256}``).
+  ``run.config_files``: ``{path: sha256}``) or a ``<run>/config/`` folder holds (INI files
+  option by option, so a changed ``[filter_scheduler] host_subset_size`` shows as itself).
 """
 
 from __future__ import annotations
 
+import configparser
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -60,15 +62,34 @@ def _hosts(store: RunStore) -> list[str]:
     return []
 
 
-def _config_digest(path: Path) -> dict[str, str]:
-    """``{relative path: sha256}`` of files a run captured under ``<run>/config/``."""
+def _config_options(path: Path) -> dict[str, str]:
+    """What a run captured under ``<run>/config/``: ``{"<file> [section] option": value}`` for
+    INI files (``*.conf``, ``*.ini``: oslo.config's format), ``{"<file>": sha256[:16]}`` for
+    other files. At most 1000 files of 4 MiB each are read."""
     root = path / "config"
     if not root.is_dir():
         return {}
-    out = {}
+    out: dict[str, str] = {}
     for p in sorted(root.rglob("*"))[:1000]:
-        if p.is_file():
-            out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+        if not p.is_file() or p.stat().st_size > 4 << 20:
+            continue
+        rel = str(p.relative_to(root))
+        data = p.read_bytes()
+        if p.suffix in (".conf", ".ini"):
+            cp = configparser.ConfigParser(interpolation=None, strict=False)
+            try:
+                cp.read_string(data.decode("utf-8", "replace"), source=rel)
+            except configparser.Error:
+                out[rel] = hashlib.sha256(data).hexdigest()[:16]
+                continue
+            for opt, val in cp.defaults().items():
+                out[f"{rel} [DEFAULT] {opt}"] = val
+            for sec in cp.sections():
+                for opt, val in cp.items(sec, raw=True):
+                    if opt not in cp.defaults() or cp.defaults()[opt] != val:
+                        out[f"{rel} [{sec}] {opt}"] = val
+        else:
+            out[rel] = hashlib.sha256(data).hexdigest()[:16]
     return out
 
 
@@ -89,7 +110,7 @@ def _meta(store: RunStore) -> dict[str, Any]:
     for k, v in sorted((run.get("service_versions") or {}).items()):
         meta[f"version:{k}"] = v
     configs = dict(run.get("config_files") or {})
-    configs.update(_config_digest(store.path))
+    configs.update(_config_options(store.path))
     for k, v in sorted(configs.items()):
         meta[f"config:{k}"] = v
     return meta
