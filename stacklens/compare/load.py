@@ -159,5 +159,9 @@ def load_run(path: str | Path, name: str | None = None) -> RunData:
             client = r.select(
                 pl.col("scenario").fill_null("(none)"), "outcome", "create_s", "delete_s",
                 "submit_ns", pl.coalesce("gone_ns", "active_ns", "accepted_ns").alias("end_ns"))
+    if traces.height == 0:
+        notes.append("no server-side requests (e.g. an imported load-test task): only the "
+                     "client view can be compared" if client is not None else
+                     "no requests at all: nothing to compare")
     return RunData(name=name or p.name, path=p, traces=traces, breakdown=breakdown,
                    client=client, meta=meta, notes=notes)

@@ -62,7 +62,7 @@ def _dur_table(title: str, rows: list[dict[str, Any]], key: list[str], names: li
         t.add_column(k)
     for n in names:
         t.add_column(f"{n} n", justify="right")
-        t.add_column(f"{n} p50/p95 s", justify="right")
+        t.add_column(f"{n} p50/p95 s (ok)", justify="right")
     for n in names[1:]:
         t.add_column(f"{n} vs {names[0]}")
     shown = sorted(rows, key=lambda r: (not any(c.get("significant") for c in r["changes"]),
@@ -70,7 +70,8 @@ def _dur_table(title: str, rows: list[dict[str, Any]], key: list[str], names: li
     for r in shown:
         cells = [str(r[k]) for k in key]
         for s in r["stats"]:
-            cells += [str(s["n"]), f"{_s(s['p50_s'])}/{_s(s['p95_s'])}"]
+            ok = f" ({_pct(s['success_rate'])})" if s.get("success_rate") is not None else ""
+            cells += [str(s["n"]), f"{_s(s['p50_s'])}/{_s(s['p95_s'])}{ok}"]
         for ch in r["changes"]:
             warn = " !" if ch.get("warnings") else ""
             cells.append(f"[{_style(ch)}]{ch['verdict']}[/] {_ci(ch)}{warn}" if _style(ch)
