@@ -185,3 +185,30 @@ def test_config_diff_beside_the_verdict(runs, tmp_path):
     assert meta["config:nova.conf [filter_scheduler] host_subset_size"]["values"] == ["1", "10"]
     assert meta["config:nova.conf [filter_scheduler] host_subset_size"]["differs"]
     assert not meta["config:nova.conf [database] max_pool_size"]["differs"]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_floats = st.lists(st.floats(0.001, 1e4, allow_nan=False), min_size=1, max_size=60)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_floats, st.floats(0.0, 1.0))
+def test_percentile_matches_numpy_linear(xs, q):
+    import numpy as np
+
+    assert percentile(xs, q) == pytest.approx(float(np.percentile(xs, q * 100)), rel=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_floats, _floats)
+def test_change_is_antisymmetric_in_words(a, b):
+    from stacklens.compare.model import duration_change
+
+    ab, ba = duration_change(a, b, 0.1), duration_change(b, a, 0.1)
+    assert ab["p_value"] == pytest.approx(ba["p_value"])  # the test is symmetric
+    if ab["significant"] and ba["significant"]:  # (the two bootstraps draw differently)
+        assert ("slower" in ab["verdict"]) == ("faster" in ba["verdict"])
+    assert duration_change(a, a, 0.1)["verdict"] in ("no significant change",
+                                                     "no change (both medians 0 s)")

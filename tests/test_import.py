@@ -193,3 +193,63 @@ def test_report_and_sql_read_an_imported_run(tmp_path):
     # the report counts requests by HTTP status, which OSProfiler does not record
     assert p.returncode == 0, p.stderr
     assert "background traces 26" in p.stdout
+
+
+# --- property: any OSProfiler tree imports, and each trace's breakdown sums to its duration ---
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def _trees(draw) -> dict:
+    """Random OSProfiler report trees: nested points whose children lie inside or run past
+    their parent (casts), with or without stop points and exceptions."""
+    n = draw(st.integers(1, 25))
+    nodes: list[dict] = []
+    for i in range(n):
+        parent = draw(st.integers(-1, i - 1)) if i else -1
+        a = draw(st.integers(0, 5_000_000))
+        d = draw(st.integers(0, 3_000_000))
+        name = draw(st.sampled_from(["wsgi", "db", "rpc", "cache"]))
+        svc = draw(st.sampled_from([("nova", "osapi_compute"), ("nova", "nova-conductor"),
+                                    ("keystone", "main"), ("neutron", "neutron-server")]))
+        ts = "2026-01-10T10:%02d:%02d.%06d"
+
+        def stamp(us: int) -> str:
+            return ts % (us // 60_000_000 % 60, us // 1_000_000 % 60, us % 1_000_000)
+
+        pid = f"p{parent}" if parent >= 0 else "base"
+        info: dict = {"name": name, "project": svc[0], "service": svc[1], "host": "h",
+                      "started": a // 1000, "finished": (a + d) // 1000,
+                      f"meta.raw_payload.{name}-start": {
+                          "name": f"{name}-start", "timestamp": stamp(a), "base_id": "base",
+                          "trace_id": f"p{i}", "parent_id": pid, "info": {"host": "h"}}}
+        if draw(st.booleans()) or i == 0:
+            stop_info = {"etype": "E", "message": "m"} if draw(st.booleans()) else {}
+            info[f"meta.raw_payload.{name}-stop"] = {
+                "name": f"{name}-stop", "timestamp": stamp(a + d), "base_id": "base",
+                "trace_id": f"p{i}", "parent_id": pid, "info": stop_info}
+        node = {"info": info, "trace_id": f"p{i}", "parent_id": pid, "children": []}
+        nodes.append(node)
+        if parent >= 0:
+            nodes[parent]["children"].append(node)
+    return {"info": {"name": "total", "started": 0, "finished": 0},
+            "children": [x for x in nodes if x["parent_id"] == "base"]}
+
+
+@settings(max_examples=60, deadline=None)
+@given(_trees())
+def test_any_tree_imports_with_a_complete_breakdown(doc):
+    from stacklens.imports.osprofiler import _tables
+
+    t = _tables(parse_osprofiler(doc))
+    n = _count_points(doc)
+    assert t["spans"].height == n and t["spans"]["span_id"].n_unique() == n
+    assert t["traces"].height == len(doc["children"])
+    assert set(t["spans"]["trace_id"]) == set(t["traces"]["trace_id"])
+    b = t["breakdown"].group_by("trace_id").agg(pl.col("dur_s").sum().alias("s"))
+    j = t["traces"].select("trace_id", "dur_s").join(b, on="trace_id", how="left")
+    assert ((j["s"].fill_null(0.0) - j["dur_s"]).abs() < 1e-6).all()
+    assert (t["traces"]["outcome"] == "failed").sum() == sum(
+        1 for r in t["traces"].iter_rows(named=True) if r["n_error_records"])
