@@ -138,8 +138,8 @@ def test_not_osprofiler_is_skipped_or_refused(tmp_path):
 def _slowed(doc: dict, factor: float) -> dict:
     """The same Rally report with every boot ``factor`` times longer."""
     for task in doc["tasks"]:
-        for st in task["subtasks"]:
-            for w in st["workloads"]:
+        for sub in task["subtasks"]:
+            for w in sub["workloads"]:
                 for itr in w["data"]:
                     for a in itr["atomic_actions"]:
                         if a["name"] == "nova.boot_server" and a.get("finished_at"):
@@ -201,6 +201,11 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 
+def _stamp(us: int) -> str:
+    return "2026-01-10T10:%02d:%02d.%06d" % (us // 60_000_000 % 60, us // 1_000_000 % 60,
+                                            us % 1_000_000)
+
+
 @st.composite
 def _trees(draw) -> dict:
     """Random OSProfiler report trees: nested points whose children lie inside or run past
@@ -214,21 +219,16 @@ def _trees(draw) -> dict:
         name = draw(st.sampled_from(["wsgi", "db", "rpc", "cache"]))
         svc = draw(st.sampled_from([("nova", "osapi_compute"), ("nova", "nova-conductor"),
                                     ("keystone", "main"), ("neutron", "neutron-server")]))
-        ts = "2026-01-10T10:%02d:%02d.%06d"
-
-        def stamp(us: int) -> str:
-            return ts % (us // 60_000_000 % 60, us // 1_000_000 % 60, us % 1_000_000)
-
         pid = f"p{parent}" if parent >= 0 else "base"
         info: dict = {"name": name, "project": svc[0], "service": svc[1], "host": "h",
                       "started": a // 1000, "finished": (a + d) // 1000,
                       f"meta.raw_payload.{name}-start": {
-                          "name": f"{name}-start", "timestamp": stamp(a), "base_id": "base",
+                          "name": f"{name}-start", "timestamp": _stamp(a), "base_id": "base",
                           "trace_id": f"p{i}", "parent_id": pid, "info": {"host": "h"}}}
         if draw(st.booleans()) or i == 0:
             stop_info = {"etype": "E", "message": "m"} if draw(st.booleans()) else {}
             info[f"meta.raw_payload.{name}-stop"] = {
-                "name": f"{name}-stop", "timestamp": stamp(a + d), "base_id": "base",
+                "name": f"{name}-stop", "timestamp": _stamp(a + d), "base_id": "base",
                 "trace_id": f"p{i}", "parent_id": pid, "info": stop_info}
         node = {"info": info, "trace_id": f"p{i}", "parent_id": pid, "children": []}
         nodes.append(node)
