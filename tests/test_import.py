@@ -202,8 +202,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 
 def _stamp(us: int) -> str:
-    return "2026-01-10T10:%02d:%02d.%06d" % (us // 60_000_000 % 60, us // 1_000_000 % 60,
-                                            us % 1_000_000)
+    minute, second = us // 60_000_000 % 60, us // 1_000_000 % 60
+    return f"2026-01-10T10:{minute:02d}:{second:02d}.{us % 1_000_000:06d}"
 
 
 @st.composite
