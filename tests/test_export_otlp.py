@@ -257,3 +257,48 @@ def test_devstack_traces_read_back_from_jaeger(devstack_run, jaeger):
     n_traces, n_spans = _check_run_in_jaeger(store.path, endpoint, query)
     assert n_traces == store.read("traces").height
     assert n_spans == store.read("spans").height
+
+
+OSP7 = DATA / "oslo-logs" / "oslogmerger-osp7-router"
+
+
+@pytest.fixture(scope="module")
+def osp7_run(tmp_path_factory) -> Path:
+    """The three-host OSP7 window (the files that are not rotated history), analyzed."""
+    need(OSP7)
+    files = sorted(p for p in OSP7.rglob("*") if p.is_file() and p.suffix != ".gz"
+                   and p.name != "mergedlogs.log")
+    out = tmp_path_factory.mktemp("osp7") / "run"
+    p = cli("analyze", *files, "--out", out)
+    assert p.returncode == 0, p.stderr
+    return out
+
+
+def test_clock_corrected_times_and_offsets(osp7_run, tmp_path):
+    out = tmp_path / "otlp.jsonl"
+    assert cli("export", "otlp", osp7_run, "--out", out).returncode == 0
+    store = RunStore(osp7_run)
+    applied = {(r["host"], r["day"]): r["offset_s"] for r in store.read(
+        "clock_offsets").filter(pl.col("applied")).iter_rows(named=True)}
+    assert len(applied) == 3 and applied[("networker2", "2016-01-29")] != 0.0
+    spans = store.read("spans")
+    by_id = {(otlp_trace_id(r["trace_id"]), otlp_span_id(r["trace_id"], r["span_id"])): r
+             for r in spans.iter_rows(named=True)}
+    seen_hosts = set()
+    for s in _spans(_requests(out)):
+        row = by_id[(s["traceId"], s["spanId"])]
+        attrs = {a["key"]: next(iter(a["value"].values())) for a in s["attributes"]}
+        assert int(s["startTimeUnixNano"]) == row["start_ns"]  # the corrected time
+        day = time.strftime("%Y-%m-%d", time.gmtime(row["start_ns"] // 10**9))
+        # the offset applied to the span's host that day; none where no offset was applied
+        assert attrs.get("stacklens.clock_offset_s") == applied.get((row["host"], day))
+        if (row["host"], day) in applied:
+            seen_hosts.add(row["host"])
+    assert seen_hosts == {"controller1", "networker2", "networker3"}
+
+
+def test_multi_host_traces_read_back_from_jaeger(osp7_run, jaeger):
+    endpoint, query = jaeger
+    n_traces, n_spans = _check_run_in_jaeger(osp7_run, endpoint, query)
+    store = RunStore(osp7_run)
+    assert n_spans == store.read("spans").height and n_traces == store.read("traces").height
