@@ -262,6 +262,9 @@ def compare_runs(runs: Sequence[RunData], threshold: float = 0.10,
     meta = _metadata(runs)
     if any(m["differs"] and m["key"] == "stacklens_version" for m in meta):
         warnings.append("the runs were analysed by different stacklens versions")
+    if any(m["differs"] and m["key"] == "source" for m in meta):
+        warnings.append("the runs come from different sources (logs, OSProfiler, Rally): "
+                        "their durations do not measure the same span of work")
     return {
         "compare_format_version": COMPARE_FORMAT_VERSION,
         "baseline": runs[0].name, "threshold": threshold, "alpha": alpha,

@@ -189,15 +189,18 @@ def _cls(ch: dict[str, Any]) -> str:
 
 def _html_dur(title: str, rows: list[dict[str, Any]], key: list[str], names: list[str]) -> str:
     head = "".join(f"<th>{html.escape(k)}</th>" for k in key)
+    rates = any(s.get("success_rate") is not None for r in rows for s in r["stats"])
     head += "".join(f"<th>{html.escape(n)} n</th><th>p50 s</th><th>p95 s</th><th>p99 s</th>"
-                    for n in names)
+                    + ("<th>success</th>" if rates else "") for n in names)
     head += "".join(f"<th>{html.escape(n)} vs baseline</th><th>95% CI</th><th>p</th>"
                     for n in names[1:])
     body = []
     for r in rows:
         cells = "".join(f"<td>{_e(r[k])}</td>" for k in key)
         cells += "".join(f"<td>{s['n']}</td><td>{_e(s['p50_s'])}</td><td>{_e(s['p95_s'])}</td>"
-                         f"<td>{_e(s['p99_s'])}</td>" for s in r["stats"])
+                         f"<td>{_e(s['p99_s'])}</td>"
+                         + (f"<td>{_pct(s.get('success_rate'))}</td>" if rates else "")
+                         for s in r["stats"])
         for ch in r["changes"]:
             tip = html.escape("; ".join(ch.get("warnings") or []))
             cells += (f"<td class='{_cls(ch)}' title='{tip}'>{_e(ch['verdict'])}"
