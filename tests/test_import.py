@@ -253,3 +253,14 @@ def test_any_tree_imports_with_a_complete_breakdown(doc):
     assert ((j["s"].fill_null(0.0) - j["dur_s"]).abs() < 1e-6).all()
     assert (t["traces"]["outcome"] == "failed").sum() == sum(
         1 for r in t["traces"].iter_rows(named=True) if r["n_error_records"])
+
+
+def test_same_trace_twice_is_read_once(tmp_path):
+    need(PERFDOCS)
+    src = PERFDOCS / "Liberty+UUID+CacheOn" / "token_issue.txt"
+    (tmp_path / "a.json").write_text(src.read_text())
+    (tmp_path / "b.txt").write_text(src.read_text())
+    res = import_osprofiler([tmp_path])
+    n = _count_points(json.loads(src.read_text()))
+    assert res.points == n == res.tables["spans"].height
+    assert res.skipped == [(str(tmp_path / "b.txt"), f"{n} points already read")]

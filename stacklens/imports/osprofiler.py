@@ -307,6 +307,7 @@ def import_osprofiler(paths: list[str | Path]) -> OsprofilerImport:
             raise UserError(f"{p}: no such file or folder")
     points: list[_Point] = []
     read, skipped = [], []
+    seen: set[str] = set()
     for f in files:
         try:
             doc = json.loads(f.read_text(encoding="utf-8"))
@@ -314,7 +315,11 @@ def import_osprofiler(paths: list[str | Path]) -> OsprofilerImport:
         except (ValueError, UnicodeDecodeError) as e:
             skipped.append((str(f), str(e).split("\n")[0][:200]))
             continue
-        points += pts
+        fresh = [p for p in pts if p.span_id not in seen]
+        if len(fresh) < len(pts):  # the same trace in two files: keep its first copy
+            skipped.append((str(f), f"{len(pts) - len(fresh)} points already read"))
+        seen.update(p.span_id for p in fresh)
+        points += fresh
         read.append(str(f))
     if not points:
         why = f" ({skipped[0][0]}: {skipped[0][1]})" if skipped else ""
