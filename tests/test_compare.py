@@ -79,6 +79,7 @@ def test_identical_runs_say_no_significant_change(runs):
 
 def test_slowed_run_is_a_significant_regression_exit_3(runs, tmp_path):
     html = tmp_path / "cmp.html"
+    seen_svg: list[int] = []
     p = cli("compare", runs["a"], runs["slow"], "--json", "--html", html)
     assert p.returncode == 3, p.stderr
     assert "significant regression" in p.stderr and p.stderr.count("\n") == 1
@@ -92,6 +93,12 @@ def test_slowed_run_is_a_significant_regression_exit_3(runs, tmp_path):
     page = html.read_text()
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
     assert "src=\"http" not in page and "x slower, significant" in page
+    # the page in a real browser: no network, no script error, the chart drawn
+    from browser import open_report
+
+    seen = open_report(html, actions=lambda page: seen_svg.append(
+        page.locator("#chart svg.main-svg").count()))
+    assert seen["errors"] == [] and seen["blocked"] == [] and seen_svg[0] >= 1
     # a threshold above the slowdown: still significant, no longer a regression
     assert cli("compare", runs["a"], runs["slow"], "--threshold", "1.5").returncode == 0
 

@@ -150,14 +150,16 @@ td:first-child,th:first-child{text-align:left}.reg{color:#b00;font-weight:bold}
 _JS = """(function(){
 var d = JSON.parse(document.getElementById("compare-data").textContent);
 var el = document.getElementById("chart");
-if (!el || !d.ops.length) { return; }
+if (!el || !d.ops.length) { window.stacklensReady = true; return; }
 var traces = d.runs.map(function (name, i) {
   return {type: "bar", orientation: "h", name: name + " p50 (s)",
           y: d.ops, x: d.p50.map(function (r) { return r[i]; })};
 });
 Plotly.newPlot(el, traces, {barmode: "group", height: 160 + 28 * d.ops.length,
   margin: {l: 260, r: 20, t: 20, b: 40}, xaxis: {title: {text: "seconds"}}},
-  {displaylogo: false, responsive: true});
+  {displaylogo: false, responsive: true})
+  .then(function () { window.stacklensReady = true; })
+  .catch(function (err) { console.error("stacklens compare: " + err); });
 })();
 """
 
