@@ -13,6 +13,9 @@ from stacklens.cli import (
     analyze_cmd,
     cleanup_cmd,
     collect_cmd,
+    compare_cmd,
+    export_cmd,
+    import_cmd,
     ingest_cmd,
     lab_cmd,
     report_cmd,
@@ -40,6 +43,9 @@ app.command("cleanup")(cleanup_cmd.cleanup)
 app.add_typer(lab_cmd.lab_app, name="lab")
 app.command("collect")(collect_cmd.collect_cmd)
 app.command("sql")(sql_cmd.sql)
+app.command("compare")(compare_cmd.compare)
+app.add_typer(import_cmd.import_app, name="import")
+app.add_typer(export_cmd.export_app, name="export")
 
 
 @app.callback(invoke_without_command=True)
