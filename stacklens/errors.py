@@ -10,6 +10,8 @@
     │   ├── MapError               a --host-map / --service-map entry cannot be parsed
     │   └── LabError               the local lab cannot start or is missing packages
     └── SlaBreach                  an SLA or regression check failed: exit code 3
+        └── RegressionFound        ``stacklens compare``: a significant regression beyond
+                                   ``--threshold``
 
 Bad log *lines* are never exceptions: ingest counts them in ``ingest_stats`` and keeps them in
 ``quarantine``. Exit codes are fixed (see :data:`EXIT_CODES`): 0 ok, 1 user error, 2 usage
@@ -24,6 +26,7 @@ __all__ = [
     "LabError",
     "MapError",
     "NoLogsFound",
+    "RegressionFound",
     "SlaBreach",
     "StacklensError",
     "StoreError",
@@ -70,3 +73,8 @@ class SlaBreach(StacklensError):
     """An SLA criterion or a regression check failed. Exit code 3."""
 
     exit_code = 3
+
+
+class RegressionFound(SlaBreach):
+    """``stacklens compare`` found a significant regression beyond ``--threshold``. Exit code 3,
+    as an SLA breach."""

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import typer
 
-from stacklens.compare import RegressionFound, compare_runs, load_run
+from stacklens.compare import compare_runs, load_run
 from stacklens.compare.render import render_html, render_text
-from stacklens.errors import UserError
+from stacklens.errors import RegressionFound, UserError
 
 
 def compare(

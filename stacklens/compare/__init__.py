@@ -7,6 +7,6 @@ text or a self-contained HTML page. Imports only :mod:`stacklens.store`, ``schem
 """
 
 from stacklens.compare.load import RunData, load_run
-from stacklens.compare.model import COMPARE_FORMAT_VERSION, RegressionFound, compare_runs
+from stacklens.compare.model import COMPARE_FORMAT_VERSION, compare_runs
 
-__all__ = ["COMPARE_FORMAT_VERSION", "RegressionFound", "RunData", "compare_runs", "load_run"]
+__all__ = ["COMPARE_FORMAT_VERSION", "RunData", "compare_runs", "load_run"]

@@ -35,14 +35,9 @@ import polars as pl
 
 from stacklens.compare.load import RunData
 from stacklens.compare.stats import bootstrap_ratio_ci, mann_whitney, percentile, two_proportions
-from stacklens.errors import SlaBreach
 
-__all__ = ["COMPARE_FORMAT_VERSION", "RegressionFound", "compare_runs", "duration_change"]
+__all__ = ["COMPARE_FORMAT_VERSION", "compare_runs", "duration_change"]
 
-
-class RegressionFound(SlaBreach):
-    """A significant regression beyond ``--threshold`` (exit code 3, as an SLA breach). Kept
-    here until :mod:`stacklens.errors` draws it in its tree."""
 
 #: Format history: 1 = first format (issue 11).
 COMPARE_FORMAT_VERSION = 1

@@ -32,12 +32,12 @@ N_BOOT = 2000
 MAX_BOOT_N = 5000
 
 
-def percentile(xs: Sequence[float], q: float) -> float | None:
+def percentile(xs: Sequence[float | None], q: float) -> float | None:
     """``percentile_cont(q)`` of ``xs`` (q in [0, 1]); None for an empty sample.
 
     Linear interpolation at rank ``q * (n - 1)`` of the sorted values; NaN values are dropped.
     """
-    v = np.sort(np.asarray([x for x in xs if x is not None], dtype=float))
+    v = np.sort(np.asarray([x for x in xs if x is not None], dtype=np.float64))
     v = v[~np.isnan(v)]
     if v.size == 0:
         return None

@@ -230,7 +230,7 @@ def _tables(points: list[_Point]) -> dict[str, pl.DataFrame]:
         chain, cur = [p.span_id], p
         while cur.parent_id in by_id and len(chain) <= len(points) and \
                 cur.parent_id not in root_of:
-            cur = by_id[cur.parent_id]  # type: ignore[index]
+            cur = by_id[cur.parent_id]
             chain.append(cur.span_id)
         top = root_of.get(cur.parent_id or "", cur.span_id) if cur.parent_id in root_of \
             else cur.span_id
