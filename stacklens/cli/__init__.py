@@ -18,6 +18,7 @@ from stacklens.cli import (
     report_cmd,
     run_cmd,
     sql_cmd,
+    sweep_cmd,
     trace_cmd,
 )
 from stacklens.errors import StacklensError
@@ -40,6 +41,7 @@ app.command("cleanup")(cleanup_cmd.cleanup)
 app.add_typer(lab_cmd.lab_app, name="lab")
 app.command("collect")(collect_cmd.collect_cmd)
 app.command("sql")(sql_cmd.sql)
+app.add_typer(sweep_cmd.sweep_app, name="sweep")
 
 
 @app.callback(invoke_without_command=True)

@@ -9,11 +9,14 @@ repeats with replacement and takes their median; the knee of each resample is co
 the range is their 5th..95th percentile (nearest rank). When Kneedle finds no knee on the
 medians the answer is "no knee in range" (throughput still grows, or is flat), with the share
 of resamples that did find one. After the knee, throughput ``holds`` (within 10 % of its value
-at the knee), ``falls`` or ``rises``.
+at the knee), ``falls`` or ``rises``. When the x values grow geometrically (every step a
+ratio of at least 1.5, like 1, 2, 4, 8 VMs or queue depths), Kneedle runs on log2(x), as the
+sweep was designed on that scale; the knee is reported as an x value either way.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 import warnings
@@ -69,10 +72,14 @@ def knee_of(xs: list[float], ys: list[float]) -> float | None:
         return None
     from kneed import KneeLocator
 
+    geometric = xs[0] > 0 and all(b / a >= 1.5 for a, b in zip(xs, xs[1:], strict=False))
+    u = [math.log2(x) for x in xs] if geometric else list(xs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        k = KneeLocator(xs, ys, S=1.0, curve="concave", direction="increasing")
-    return float(k.knee) if k.knee is not None else None
+        k = KneeLocator(u, ys, S=1.0, curve="concave", direction="increasing")
+    if k.knee is None:
+        return None
+    return float(xs[u.index(min(u, key=lambda v: abs(v - float(k.knee))))])
 
 
 def _pct(vals: list[float], p: float) -> float:

@@ -172,6 +172,8 @@ def _repeat_row(run: PointRun, common: dict[str, Any], ok: list[Any],
             flags.append("above_limit_pair")
         if m2.received_bps <= 0:
             flags.append("no_traffic")
+        if m2.seconds < 1.0:
+            flags.append("short_test")  # iperf3 rates of a sub-second transfer mean little
     if status == "partial":
         flags.append("partial")
     row["flags"] = ",".join(flags) or None

@@ -1,0 +1,43 @@
+"""Where a sweep's results land: the tables through :class:`~stacklens.store.RunStore`
+(Parquet + DuckDB views, ``stacklens sql`` works on them), the knees and ``report.json``.
+
+One function, :func:`finish`, used by both ``sweep run`` (after the runner) and
+``sweep analyze`` (after :func:`~stacklens.sweep.foreign.scan`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from stacklens.schema import conform, empty
+from stacklens.store import RunStore
+from stacklens.sweep.knee import find_knees
+from stacklens.sweep.report import build_report
+from stacklens.sweep.tables import Limits, PointRun, build_tables
+
+__all__ = ["REPORT_NAME", "finish"]
+
+REPORT_NAME = "report.json"
+
+
+def finish(out: Path, runs: list[PointRun], limits: Limits = Limits(),
+           skipped: list[tuple[str, str, str]] | None = None,
+           meta: dict[str, Any] | None = None, base: Path | None = None) -> dict[str, Any]:
+    """Build the sweep tables from ``runs`` (raw paths relative to ``base``), write them
+    and ``sweep_skipped`` to ``out`` with the report (``report.json``); return the report.
+    Raises OSError when ``out`` cannot be written."""
+    tables = build_tables(runs, limits, base=base)
+    tables = {name: conform(df, name) if not df.is_empty() else empty(name)
+              for name, df in tables.items()}
+    rows = [{"file": f, "kind": k, "reason": r} for f, k, r in skipped or []]
+    tables["sweep_skipped"] = (conform(pl.DataFrame(rows), "sweep_skipped") if rows
+                               else empty("sweep_skipped"))
+    RunStore(out).write(tables)
+    knees = find_knees(tables["sweep_repeats"])
+    rep = build_report(tables, knees, skipped, meta)
+    (out / REPORT_NAME).write_text(json.dumps(rep, indent=2, default=str))
+    return rep
