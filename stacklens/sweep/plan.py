@@ -274,7 +274,8 @@ class Plan(_Model):
                         raise ValueError(f"iperf3.links: unknown target {n!r}")
                 srv = self.target(link.server)
                 if srv.netns and not srv.address:
-                    raise ValueError(f"iperf3 server {srv.name!r} (netns) needs an address")
+                    raise ValueError(f"iperf3.links: server {srv.name!r} (netns) needs an "
+                                     "address")
             if max(self.iperf3.pairs) > len(self.iperf3.links):
                 raise ValueError(f"iperf3.pairs: {max(self.iperf3.pairs)} pairs asked, "
                                  f"{len(self.iperf3.links)} links given")
@@ -339,10 +340,21 @@ def points(plan: Plan) -> list[Point]:
     return out
 
 
+def _line_hint(msg: str, lines: dict[tuple, int]) -> int | None:
+    """Plan-level errors start with the key they are about (``fio.vms: ...``): its line."""
+    m = re.match(r"([a-z0-9_]+(?:\.[a-z0-9_]+)*):", msg)
+    if m:
+        return lines.get(tuple(m.group(1).split(".")))
+    if msg.startswith("target name") or msg.startswith("ssh targets"):
+        return lines.get(("targets",))
+    return None
+
+
 def parse_plan(text: str, source: str = "<plan>") -> Plan:
     """Validate plan YAML ``text``; raise :class:`PlanError` naming ``source:line``."""
     return load_model(text, source, Plan, PlanError,
-                      "a sweep plan is a YAML mapping (name, targets, fio, iperf3)")
+                      "a sweep plan is a YAML mapping (name, targets, fio, iperf3)",
+                      line_hint=_line_hint)
 
 
 def load_plan(path: str | Path) -> Plan:
