@@ -18,9 +18,9 @@ from stacklens.errors import InputNotFound, UserError
 from stacklens.store import RunStore
 from stacklens.sweep import RunOptions, finish, load_plan, run_sweep, scan
 from stacklens.sweep.foreign import DEFAULT_REPEAT_PATTERN
+from stacklens.sweep.output import plan_limits
 from stacklens.sweep.report import render
 from stacklens.sweep.runner import JOURNAL
-from stacklens.sweep.tables import Limits
 
 __all__ = ["sweep_app"]
 
@@ -61,12 +61,7 @@ def run(
 
     res = asyncio.run(run_sweep(plan, out, RunOptions(retry_failed, say)))
     say(f"{res.ran} point repeats run, {res.skipped} done before, {res.failed} not ok")
-    limits = Limits(
-        bw_mib_s=plan.fio.limits.bw_mib_s if plan.fio else None,
-        iops=plan.fio.limits.iops if plan.fio else None,
-        pair_mbit_s=plan.iperf3.limits.pair_mbit_s if plan.iperf3 else None,
-        total_mbit_s=plan.iperf3.limits.total_mbit_s if plan.iperf3 else None)
-    rep = finish(out, res.runs, limits, meta={"command": "run", "plan": plan.name,
+    rep = finish(out, res.runs, plan_limits(plan), meta={"command": "run", "plan": plan.name,
                                               "plan_file": str(plan_file)}, base=out)
     _show(rep, as_json)
 

@@ -77,7 +77,8 @@ def server_command(port: int) -> str:
 
 def client_command(m: IperfMatrix, p: Point, address: str, port: int) -> str:
     """``iperf3 -c`` of one pair of point ``p`` (POSIX sh)."""
-    args = ["iperf3", "-c", address, "-p", str(port), "-J", "-t", f"{m.time_s:g}",
+    args = ["iperf3", "-c", address, "-p", str(port), "-J", "--connect-timeout", "3000",
+            "-t", f"{m.time_s:g}",
             "-P", str(p.parallel or 1)]
     if p.protocol == "udp":
         args += ["-u", "-b", m.bitrate]

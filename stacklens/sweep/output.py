@@ -16,12 +16,22 @@ import polars as pl
 from stacklens.schema import conform, empty
 from stacklens.store import RunStore
 from stacklens.sweep.knee import find_knees
+from stacklens.sweep.plan import Plan
 from stacklens.sweep.report import build_report
 from stacklens.sweep.tables import Limits, PointRun, build_tables
 
-__all__ = ["REPORT_NAME", "finish"]
+__all__ = ["REPORT_NAME", "finish", "plan_limits"]
 
 REPORT_NAME = "report.json"
+
+
+def plan_limits(plan: Plan) -> Limits:
+    """The sanity bounds a plan declares (fio ``limits``, iperf3 ``limits``)."""
+    return Limits(
+        bw_mib_s=plan.fio.limits.bw_mib_s if plan.fio else None,
+        iops=plan.fio.limits.iops if plan.fio else None,
+        pair_mbit_s=plan.iperf3.limits.pair_mbit_s if plan.iperf3 else None,
+        total_mbit_s=plan.iperf3.limits.total_mbit_s if plan.iperf3 else None)
 
 
 def finish(out: Path, runs: list[PointRun], limits: Limits = Limits(),

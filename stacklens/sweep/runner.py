@@ -36,6 +36,8 @@ __all__ = ["JOURNAL", "RunOptions", "SweepOutcome", "read_journal", "run_sweep"]
 JOURNAL = "journal.jsonl"
 #: Slack added to a point's own duration before its commands are killed.
 SLACK_S = 60.0
+#: How long iperf3 servers may outlive their clients before they are stopped.
+SERVER_GRACE_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,18 @@ async def _one(tr: Any, script: str, timeout_s: float) -> tuple[Any, str | None]
         return None, f"transport error: {type(e).__name__}: {e}"
 
 
+def _tool_error(doc: Any) -> str | None:
+    """The error a tool wrote into its own JSON: iperf3's ``error``, fio's job ``error``."""
+    if not isinstance(doc, dict):
+        return "output is not a JSON object"
+    if doc.get("error"):
+        return str(doc["error"])
+    for j in doc.get("jobs") or []:
+        if isinstance(j, dict) and j.get("error"):
+            return f"fio job {j.get('jobname')}: error {j['error']}"
+    return None
+
+
 def _keep(res: Any, err: str | None, folder: Path, name: str, out: Path, start_ns: int,
           offset_ns: int) -> TargetRun:
     """Write one target's output and judge it."""
@@ -108,10 +122,10 @@ def _keep(res: Any, err: str | None, folder: Path, name: str, out: Path, start_n
         (folder / f"{name}.json").write_bytes(res.stdout)
         raw = str((folder / f"{name}.json").relative_to(out))
         try:
-            json.loads(res.stdout)
+            reason = _tool_error(json.loads(res.stdout))
         except ValueError:
             reason, raw = "output is not JSON", None
-    if res.exit_status != 0:
+    if res.exit_status != 0 and reason is None:
         last = (res.stderr.strip().splitlines() or [""])[-1][:300]
         reason = f"exit status {res.exit_status}: {last}".rstrip(": ")
     elif raw is None and reason is None:
@@ -147,7 +161,7 @@ async def _run_iperf(plan: Plan, p: Point, op: Opened, out: Path, folder: Path,
     assert plan.iperf3 is not None
     m = plan.iperf3
     timeout = plan.lead_s + m.time_s + SLACK_S
-    servers = [asyncio.ensure_future(_one(op.transports[s], server_command(m.port + i),
+    servers = [asyncio.ensure_future(_one(op.transports[s], "exec " + server_command(m.port + i),
                                           timeout + 5)) for i, s in enumerate(p.servers)]
     await asyncio.sleep(0.5)  # iperf3 -s listens within milliseconds; the barrier adds lead_s
     start_ns = clock() + int(plan.lead_s * 1e9)
@@ -158,9 +172,14 @@ async def _run_iperf(plan: Plan, p: Point, op: Opened, out: Path, folder: Path,
         jobs.append(_one(op.transports[c], barrier_script(
             start_ns + (off.offset_ns if off else 0), cmd), timeout))
     done = await asyncio.gather(*jobs)
-    srv = await asyncio.gather(*servers)
+    # a server whose client never came (unreachable, failed) is stopped, not waited for
+    _, late = await asyncio.wait(servers, timeout=SERVER_GRACE_S)
+    for task in late:
+        task.cancel()
+    await asyncio.gather(*servers, return_exceptions=True)
     folder.mkdir(parents=True, exist_ok=True)
-    for i, (s, (res, _err)) in enumerate(zip(p.servers, srv, strict=True)):
+    for i, (s, task) in enumerate(zip(p.servers, servers, strict=True)):
+        res = None if task.cancelled() or task.exception() else task.result()[0]
         if res is not None and res.stdout.strip():
             (folder / f"{s}-srv{i}.json").write_bytes(res.stdout)
     return tuple(

@@ -9,40 +9,66 @@ sleeps until then, prints ``SL_START <ns>`` on stderr and execs the tool.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
 import re
 import shlex
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from stacklens.collect.inventory import load_inventory
-from stacklens.collect.transport import CmdResult, LocalTransport, Transport
+from stacklens.collect.transport import STDERR_LIMIT, CmdResult, LocalTransport, Transport
 from stacklens.sweep.plan import Plan, Target
 
-__all__ = ["ClockOffset", "NetnsTransport", "Opened", "barrier_script", "clock_offset",
+__all__ = ["ClockOffset", "GroupTransport", "Opened", "barrier_script", "clock_offset",
            "open_targets", "start_of"]
 
 _START = re.compile(r"SL_START (\d{12,})")
 
 
-class NetnsTransport:
-    """Runs scripts in network namespace ``netns`` of this machine (``ip netns exec``)."""
+class GroupTransport:
+    """Runs scripts on this machine, in network namespace ``netns`` when given (``ip netns
+    exec``), each in its own process group: a timeout or a cancellation kills the whole group
+    (the tool included, not only its shell), so no pipe stays open and no tool outlives its
+    point. ``label`` names the target."""
 
-    def __init__(self, netns: str, label: str) -> None:
+    def __init__(self, label: str, netns: str | None = None) -> None:
         self.label = label
         self._ns = netns
-        self._local = LocalTransport(label)
 
-    def _wrap(self, script: str) -> str:
-        return f"exec ip netns exec {shlex.quote(self._ns)} /bin/sh -c {shlex.quote(script)}"
+    def _argv(self, script: str) -> list[str]:
+        if self._ns:
+            return ["ip", "netns", "exec", self._ns, "/bin/sh", "-c", script]
+        return ["/bin/sh", "-c", script]
 
     async def run(self, script: str, timeout_s: float) -> CmdResult:
-        """Run ``script`` inside the namespace. Raises TimeoutError after ``timeout_s``."""
-        return await self._local.run(self._wrap(script), timeout_s)
+        """Run ``script`` to the end. Raises TimeoutError after ``timeout_s`` (the process
+        group killed first); on cancellation the group is killed too."""
+        proc = await asyncio.create_subprocess_exec(
+            *self._argv(script), stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            start_new_session=True)
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
+        except (TimeoutError, asyncio.CancelledError):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(proc.communicate(), 10)
+            raise
+        rc = proc.returncode
+        text = err.decode("utf-8", "replace")
+        if len(text) > STDERR_LIMIT:  # keep the head (SL_START) and the tail (the error)
+            text = text[:500] + "\n...\n" + text[-(STDERR_LIMIT - 510):]
+        return CmdResult(out, text, rc if rc is not None and rc >= 0 else None)
 
     async def stream(self, script: str):  # type: ignore[no-untyped-def]
-        """Start ``script`` inside the namespace and stream its stdout."""
-        return await self._local.stream(self._wrap(script))
+        """Start ``script`` and stream its stdout (collect's local stream)."""
+        return await LocalTransport(self.label).stream(
+            " ".join(shlex.quote(a) for a in self._argv(script)))
 
     async def close(self) -> None:
         """Nothing to release."""
@@ -124,11 +150,11 @@ async def open_targets(plan: Plan, names: set[str]) -> Opened:
     for name in sorted(names):
         t: Target = plan.target(name)
         if t.local:
-            opened.transports[name] = LocalTransport(name)
+            opened.transports[name] = GroupTransport(name)
             opened.addresses[name] = t.address or "127.0.0.1"
             opened.offsets[name] = ClockOffset(0, 0)
         elif t.netns:
-            opened.transports[name] = NetnsTransport(t.netns, name)
+            opened.transports[name] = GroupTransport(name, t.netns)
             opened.addresses[name] = t.address or ""
             opened.offsets[name] = ClockOffset(0, 0)
         else:
@@ -138,7 +164,7 @@ async def open_targets(plan: Plan, names: set[str]) -> Opened:
                 opened.errors[name] = f"host {t.ssh!r} is not in {plan.inventory}"
                 continue
             if h.transport == "local":
-                opened.transports[name] = LocalTransport(name)
+                opened.transports[name] = GroupTransport(name)
                 opened.offsets[name] = ClockOffset(0, 0)
             else:
                 from stacklens.collect.ssh import connect
