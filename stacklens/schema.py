@@ -271,103 +271,103 @@ def conform(df: pl.DataFrame, name: str) -> pl.DataFrame:
 # (fio json+ bins), never from averaged percentiles.
 
 _SWEEP_KEYS: dict[str, pl.DataType] = {
-    "sweep": pl.String,  # the plan's name, or for sweep analyze the folder a series came from
-    "tool": pl.String,  # fio, iperf3
-    "point": pl.String,  # the point's key: its matrix values (fio-randread-bs4k-qd1-nj1-vms2)
-    "n_targets": pl.Int32,  # VMs (fio) or client/server pairs (iperf3) used together
-    "rw": pl.String,  # fio rw=
-    "bs": pl.String,  # fio bs= as given
-    "bs_bytes": pl.Int64,
-    "iodepth": pl.Int32,
-    "numjobs": pl.Int32,
-    "protocol": pl.String,  # iperf3: tcp, udp
-    "parallel": pl.Int32,  # iperf3 -P streams per pair
-    "reverse": pl.Boolean,  # iperf3 -R
+    "sweep": pl.String(),  # the plan's name, or for sweep analyze the folder a series came from
+    "tool": pl.String(),  # fio, iperf3
+    "point": pl.String(),  # the point's key: its matrix values (fio-randread-bs4k-qd1-nj1-vms2)
+    "n_targets": pl.Int32(),  # VMs (fio) or client/server pairs (iperf3) used together
+    "rw": pl.String(),  # fio rw=
+    "bs": pl.String(),  # fio bs= as given
+    "bs_bytes": pl.Int64(),
+    "iodepth": pl.Int32(),
+    "numjobs": pl.Int32(),
+    "protocol": pl.String(),  # iperf3: tcp, udp
+    "parallel": pl.Int32(),  # iperf3 -P streams per pair
+    "reverse": pl.Boolean(),  # iperf3 -R
 }
 
 #: One row per point x repeat x target, failed targets included (``status`` failed + reason).
 SWEEP_POINTS: dict[str, pl.DataType] = {
     **_SWEEP_KEYS,
-    "repeat": pl.Int32,  # 0-based
-    "target": pl.String,  # the plan's target name (iperf3: the client), or the file's name
-    "status": pl.String,  # ok, failed
-    "reason": pl.String,  # why it failed: exit status, tool error, timeout, unreachable ...
-    "raw": pl.String,  # the tool's JSON file, relative to the sweep folder (analyze: as found)
-    "start_ns": pl.Int64,  # when the target started the tool, controller clock, ns since epoch
-    "start_lag_ms": pl.Float64,  # start_ns - the barrier's start time
-    "clock_offset_ms": pl.Float64,  # target clock - controller clock (ssh: measured)
-    "bw_mib_s": pl.Float64,  # fio: bw_bytes of the directions of rw, summed over jobs
-    "iops": pl.Float64,
-    "io_bytes": pl.Int64,
-    "runtime_s": pl.Float64,
-    "lat_mean_us": pl.Float64,  # fio clat mean, weighted by I/O count
-    "lat_p50_us": pl.Float64,  # fio clat percentiles (fio's rule over the histogram)
-    "lat_p95_us": pl.Float64,
-    "lat_p99_us": pl.Float64,
-    "lat_p999_us": pl.Float64,
-    "bw_mbit_s": pl.Float64,  # iperf3: receiver side (sum_received) bits_per_second / 1e6
-    "retransmits": pl.Int64,  # iperf3 TCP sender retransmits
-    "lost_percent": pl.Float64,  # iperf3 UDP: 100 * lost_packets / packets
-    "jitter_ms": pl.Float64,  # iperf3 UDP
+    "repeat": pl.Int32(),  # 0-based
+    "target": pl.String(),  # the plan's target name (iperf3: the client), or the file's name
+    "status": pl.String(),  # ok, failed
+    "reason": pl.String(),  # why it failed: exit status, tool error, timeout, unreachable ...
+    "raw": pl.String(),  # the tool's JSON file, relative to the sweep folder (analyze: as found)
+    "start_ns": pl.Int64(),  # when the target started the tool, controller clock, ns since epoch
+    "start_lag_ms": pl.Float64(),  # start_ns - the barrier's start time
+    "clock_offset_ms": pl.Float64(),  # target clock - controller clock (ssh: measured)
+    "bw_mib_s": pl.Float64(),  # fio: bw_bytes of the directions of rw, summed over jobs
+    "iops": pl.Float64(),
+    "io_bytes": pl.Int64(),
+    "runtime_s": pl.Float64(),
+    "lat_mean_us": pl.Float64(),  # fio clat mean, weighted by I/O count
+    "lat_p50_us": pl.Float64(),  # fio clat percentiles (fio's rule over the histogram)
+    "lat_p95_us": pl.Float64(),
+    "lat_p99_us": pl.Float64(),
+    "lat_p999_us": pl.Float64(),
+    "bw_mbit_s": pl.Float64(),  # iperf3: receiver side (sum_received) bits_per_second / 1e6
+    "retransmits": pl.Int64(),  # iperf3 TCP sender retransmits
+    "lost_percent": pl.Float64(),  # iperf3 UDP: 100 * lost_packets / packets
+    "jitter_ms": pl.Float64(),  # iperf3 UDP
 }
 
 #: One row per point x repeat: sums over its targets (status ok / partial / failed).
 SWEEP_REPEATS: dict[str, pl.DataType] = {
     **_SWEEP_KEYS,
-    "repeat": pl.Int32,
-    "status": pl.String,  # ok (every target), partial (some), failed (none)
-    "reason": pl.String,
-    "n_ok": pl.Int32,  # targets that succeeded
-    "start_spread_ms": pl.Float64,  # latest - earliest target start (the barrier's quality)
-    "bw_mib_s": pl.Float64,  # sum over targets
-    "iops": pl.Float64,  # sum over targets
-    "io_bytes": pl.Int64,
-    "runtime_s": pl.Float64,
-    "lat_mean_us": pl.Float64,
-    "lat_p50_us": pl.Float64,  # from the merged histogram of every job of every target
-    "lat_p95_us": pl.Float64,
-    "lat_p99_us": pl.Float64,
-    "lat_p999_us": pl.Float64,
-    "lat_source": pl.String,  # merged_bins, fio_reported (one job, plain json), none
-    "bw_mbit_s": pl.Float64,  # sum over pairs
-    "retransmits": pl.Int64,
-    "lost_percent": pl.Float64,  # sum(lost) / sum(packets) over pairs
-    "jitter_ms": pl.Float64,  # maximum over pairs
-    "flags": pl.String,  # comma-separated: above_limit_bw, partial, bw_iops_mismatch, ...
+    "repeat": pl.Int32(),
+    "status": pl.String(),  # ok (every target), partial (some), failed (none)
+    "reason": pl.String(),
+    "n_ok": pl.Int32(),  # targets that succeeded
+    "start_spread_ms": pl.Float64(),  # latest - earliest target start (the barrier's quality)
+    "bw_mib_s": pl.Float64(),  # sum over targets
+    "iops": pl.Float64(),  # sum over targets
+    "io_bytes": pl.Int64(),
+    "runtime_s": pl.Float64(),
+    "lat_mean_us": pl.Float64(),
+    "lat_p50_us": pl.Float64(),  # from the merged histogram of every job of every target
+    "lat_p95_us": pl.Float64(),
+    "lat_p99_us": pl.Float64(),
+    "lat_p999_us": pl.Float64(),
+    "lat_source": pl.String(),  # merged_bins, fio_reported (one job, plain json), none
+    "bw_mbit_s": pl.Float64(),  # sum over pairs
+    "retransmits": pl.Int64(),
+    "lost_percent": pl.Float64(),  # sum(lost) / sum(packets) over pairs
+    "jitter_ms": pl.Float64(),  # maximum over pairs
+    "flags": pl.String(),  # comma-separated: above_limit_bw, partial, bw_iops_mismatch, ...
 }
 
 #: One row per point: over its ok repeats (median, min, max), failed ones counted.
 SWEEP_SUMMARY: dict[str, pl.DataType] = {
     **_SWEEP_KEYS,
-    "n_repeats": pl.Int32,
-    "n_ok": pl.Int32,
-    "n_failed": pl.Int32,  # failed or partial repeats (kept in sweep_repeats with reasons)
-    "bw_mib_s": pl.Float64,  # median over ok repeats of the sum over targets
-    "bw_mib_s_min": pl.Float64,
-    "bw_mib_s_max": pl.Float64,
-    "iops": pl.Float64,
-    "iops_min": pl.Float64,
-    "iops_max": pl.Float64,
-    "lat_mean_us": pl.Float64,
-    "lat_p50_us": pl.Float64,  # median over repeats of the merged percentile
-    "lat_p95_us": pl.Float64,
-    "lat_p99_us": pl.Float64,
-    "lat_p999_us": pl.Float64,
-    "bw_mbit_s": pl.Float64,
-    "bw_mbit_s_min": pl.Float64,
-    "bw_mbit_s_max": pl.Float64,
-    "lost_percent": pl.Float64,
-    "jitter_ms": pl.Float64,
-    "spread_pct": pl.Float64,  # (max - min) / median of bw, percent
-    "flags": pl.String,
-    "reasons": pl.String,  # why repeats failed
+    "n_repeats": pl.Int32(),
+    "n_ok": pl.Int32(),
+    "n_failed": pl.Int32(),  # failed or partial repeats (kept in sweep_repeats with reasons)
+    "bw_mib_s": pl.Float64(),  # median over ok repeats of the sum over targets
+    "bw_mib_s_min": pl.Float64(),
+    "bw_mib_s_max": pl.Float64(),
+    "iops": pl.Float64(),
+    "iops_min": pl.Float64(),
+    "iops_max": pl.Float64(),
+    "lat_mean_us": pl.Float64(),
+    "lat_p50_us": pl.Float64(),  # median over repeats of the merged percentile
+    "lat_p95_us": pl.Float64(),
+    "lat_p99_us": pl.Float64(),
+    "lat_p999_us": pl.Float64(),
+    "bw_mbit_s": pl.Float64(),
+    "bw_mbit_s_min": pl.Float64(),
+    "bw_mbit_s_max": pl.Float64(),
+    "lost_percent": pl.Float64(),
+    "jitter_ms": pl.Float64(),
+    "spread_pct": pl.Float64(),  # (max - min) / median of bw, percent
+    "flags": pl.String(),
+    "reasons": pl.String(),  # why repeats failed
 }
 
 #: Files ``sweep analyze`` could not use, one row each (kind: iperf3_text, fio_log, bad_json ...).
 SWEEP_SKIPPED: dict[str, pl.DataType] = {
-    "file": pl.String,
-    "kind": pl.String,
-    "reason": pl.String,
+    "file": pl.String(),
+    "kind": pl.String(),
+    "reason": pl.String(),
 }
 
 TABLES.update({
@@ -376,5 +376,5 @@ TABLES.update({
     "sweep_summary": SWEEP_SUMMARY,
     "sweep_skipped": SWEEP_SKIPPED,
 })
-__all__ += ["SWEEP_POINTS", "SWEEP_REPEATS", "SWEEP_SKIPPED", "SWEEP_SUMMARY"]
+__all__ = sorted([*__all__, "SWEEP_POINTS", "SWEEP_REPEATS", "SWEEP_SKIPPED", "SWEEP_SUMMARY"])
 # ==== end of sweep tables ==========================================================================

@@ -8,7 +8,6 @@ import json
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from conftest import DATA, need
@@ -37,7 +36,7 @@ def test_fio_plot_point_equals_hand_computation(fio_tables):
     doc = json.loads((SAMSUNG / "randread-2-32.json").read_text())
     r = doc["jobs"][0]["read"]
     row = t["sweep_summary"].filter(
-        (t["sweep_summary"]["point"] == "fio-randread-bs4k-qd2-nj32")).to_dicts()[0]
+        t["sweep_summary"]["point"] == "fio-randread-bs4k-qd2-nj32").to_dicts()[0]
     # fio 3.1 writes bw in KiB/s (no bw_bytes): 220955 KiB/s = 215.776... MiB/s
     assert row["bw_mib_s"] == pytest.approx(r["bw"] / 1024) == pytest.approx(215.7763671875)
     assert row["iops"] == pytest.approx(55238.926107)

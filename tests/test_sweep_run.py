@@ -9,14 +9,13 @@ import json
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import polars as pl
 import pytest
 
 from stacklens.sweep import RunOptions, finish, parse_plan, run_sweep
-from stacklens.sweep.output import plan_limits
 from stacklens.sweep.netlab import NetLab, netlab_unavailable
+from stacklens.sweep.output import plan_limits
 
 
 def _why_not() -> str | None:

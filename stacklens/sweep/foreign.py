@@ -29,7 +29,7 @@ from stacklens.sweep.fio import is_fio_json
 from stacklens.sweep.iperf import is_iperf_json, is_iperf_text
 from stacklens.sweep.tables import PointRun, TargetRun
 
-__all__ = ["DEFAULT_REPEAT_PATTERN", "Found", "MAX_FILE_BYTES", "MAX_FILES", "scan"]
+__all__ = ["DEFAULT_REPEAT_PATTERN", "Found", "MAX_FILES", "MAX_FILE_BYTES", "scan"]
 
 DEFAULT_REPEAT_PATTERN = r"^(time|run|rep|repeat|iter|iteration)([-_].*|\d+)$"
 MAX_FILES = 200_000
@@ -140,8 +140,8 @@ def scan(dirs: list[Path], repeat_pattern: str = DEFAULT_REPEAT_PATTERN) -> Foun
     labels: dict[tuple[str, str], list[str]] = {}
     for series, point, label in groups:
         labels.setdefault((series, point), []).append(label)
-    for (series, point, label), (tool, params, files) in sorted(groups.items()):
+    for (series, point, label), (tool, params, members) in sorted(groups.items()):
         r = sorted(labels[(series, point)]).index(label)
-        runs.append(PointRun(series, tool, point, r, len(files), params,
-                             tuple(TargetRun(name, "ok", raw=p) for name, p in sorted(files))))
+        runs.append(PointRun(series, tool, point, r, len(members), params,
+                             tuple(TargetRun(name, "ok", raw=p) for name, p in sorted(members))))
     return Found(runs, skipped, n)

@@ -34,13 +34,13 @@ def plan_limits(plan: Plan) -> Limits:
         total_mbit_s=plan.iperf3.limits.total_mbit_s if plan.iperf3 else None)
 
 
-def finish(out: Path, runs: list[PointRun], limits: Limits = Limits(),
+def finish(out: Path, runs: list[PointRun], limits: Limits | None = None,
            skipped: list[tuple[str, str, str]] | None = None,
            meta: dict[str, Any] | None = None, base: Path | None = None) -> dict[str, Any]:
     """Build the sweep tables from ``runs`` (raw paths relative to ``base``), write them
     and ``sweep_skipped`` to ``out`` with the report (``report.json``); return the report.
     Raises OSError when ``out`` cannot be written."""
-    tables = build_tables(runs, limits, base=base)
+    tables = build_tables(runs, limits or Limits(), base=base)
     tables = {name: conform(df, name) if not df.is_empty() else empty(name)
               for name, df in tables.items()}
     rows = [{"file": f, "kind": k, "reason": r} for f, k, r in skipped or []]

@@ -134,8 +134,8 @@ class FioLimits(_Model):
     """Sanity bounds for the sum over targets of one point (for example Ceph writes:
     disks x per-disk IOPS / replicas); a point above one is flagged ``above_limit``."""
 
-    bw_mib_s: float | None = Field(None, gt=0)
-    iops: float | None = Field(None, gt=0)
+    bw_mib_s: float | None = Field(default=None, gt=0)
+    iops: float | None = Field(default=None, gt=0)
 
 
 class FioMatrix(_Model):
@@ -197,8 +197,8 @@ class Link(_Model):
 class IperfLimits(_Model):
     """Sanity bounds in Mbit/s (10^6 bit/s): one pair, and the sum over pairs."""
 
-    pair_mbit_s: float | None = Field(None, gt=0)
-    total_mbit_s: float | None = Field(None, gt=0)
+    pair_mbit_s: float | None = Field(default=None, gt=0)
+    total_mbit_s: float | None = Field(default=None, gt=0)
 
 
 class IperfMatrix(_Model):
@@ -279,9 +279,9 @@ class Plan(_Model):
             if max(self.iperf3.pairs) > len(self.iperf3.links):
                 raise ValueError(f"iperf3.pairs: {max(self.iperf3.pairs)} pairs asked, "
                                  f"{len(self.iperf3.links)} links given")
-        n = len(points(self))
-        if n > MAX_POINTS:
-            raise ValueError(f"the matrix has {n} point repeats, more than {MAX_POINTS}")
+        n_runs = len(points(self))
+        if n_runs > MAX_POINTS:
+            raise ValueError(f"the matrix has {n_runs} point repeats, more than {MAX_POINTS}")
         return self
 
     def fio_targets(self) -> list[str]:
