@@ -9,9 +9,10 @@ repeats with replacement and takes their median; the knee of each resample is co
 the range is their 5th..95th percentile (nearest rank). When Kneedle finds no knee on the
 medians the answer is "no knee in range" (throughput still grows, or is flat), with the share
 of resamples that did find one. After the knee, throughput ``holds`` (within 10 % of its value
-at the knee), ``falls`` or ``rises``. When the x values grow geometrically (every step a
-ratio of at least 1.5, like 1, 2, 4, 8 VMs or queue depths), Kneedle runs on log2(x), as the
-sweep was designed on that scale; the knee is reported as an x value either way.
+at the knee), ``falls`` or ``rises``, judged at the last x of the range. When the x values
+grow geometrically (every step a ratio of at least 1.5, like 1, 2, 4, 8 VMs or queue
+depths), Kneedle runs on log2(x), as the sweep was designed on that scale; the knee is
+reported as an x value either way.
 """
 
 from __future__ import annotations
@@ -112,8 +113,8 @@ def _series(rows: list[dict[str, Any]], axis: str, metric: str, seed: int,
         low, high = (_pct(found, 5), _pct(found, 95)) if found else (knee, knee)
         y_k = ys[xs.index(knee)]
         tail = ys[xs.index(knee) + 1:]
-        after = ("holds" if not tail or all(abs(t - y_k) <= 0.1 * y_k for t in tail)
-                 else "falls" if min(tail) < 0.9 * y_k else "rises")
+        last = tail[-1] if tail else y_k
+        after = ("falls" if last < 0.9 * y_k else "rises" if last > 1.1 * y_k else "holds")
 
     def lat(x: float | None) -> float | None:
         if x is None:

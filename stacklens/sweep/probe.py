@@ -74,7 +74,7 @@ def _nearest_rank(vals: list[float], p: float) -> float | None:
     if not vals:
         return None
     s = sorted(vals)
-    return s[max(0, min(len(s) - 1, -(-len(s) * p // 100) - 1))]
+    return s[max(0, min(len(s) - 1, math.ceil(len(s) * p / 100) - 1))]
 
 
 def outage(replies: list[PingReply], interval_s: float, sent: int | None = None,
