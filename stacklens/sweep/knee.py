@@ -12,7 +12,9 @@ of resamples that did find one. After the knee, throughput ``holds`` (within 10 
 at the knee), ``falls`` or ``rises``, judged at the last x of the range. When the x values
 grow geometrically (every step a ratio of at least 1.5, like 1, 2, 4, 8 VMs or queue
 depths), Kneedle runs on log2(x), as the sweep was designed on that scale; the knee is
-reported as an x value either way.
+reported as an x value either way. A knee whose normalised difference y_n - x_n (Kneedle's
+difference curve) is not above :data:`MIN_DIFFERENCE` is dropped: on a straight or convex
+curve (throughput still scaling with x) Kneedle may otherwise name the first point.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from typing import Any
 
 import polars as pl
 
-__all__ = ["AXES", "BOOTSTRAP", "Knee", "find_knees", "knee_of"]
+__all__ = ["AXES", "BOOTSTRAP", "Knee", "MIN_DIFFERENCE", "find_knees", "knee_of"]
 
 BOOTSTRAP = 200
+#: Kneedle's normalised difference (y_n - x_n) a knee must exceed to be reported.
+MIN_DIFFERENCE = 0.05
 AXES = ("n_targets", "iodepth", "numjobs", "parallel")
 _KEYS = ("sweep", "tool", "rw", "bs", "iodepth", "numjobs", "n_targets", "protocol",
          "parallel", "reverse")
@@ -80,7 +84,12 @@ def knee_of(xs: list[float], ys: list[float]) -> float | None:
         k = KneeLocator(u, ys, S=1.0, curve="concave", direction="increasing")
     if k.knee is None:
         return None
-    return float(xs[u.index(min(u, key=lambda v: abs(v - float(k.knee))))])
+    i = u.index(min(u, key=lambda v: abs(v - float(k.knee))))
+    # Kneedle's difference curve at the knee (normalised y - normalised x) must be positive:
+    # on a convex or straight curve (throughput still scaling) there is no knee to report
+    y_lo, y_hi = min(ys), max(ys)
+    diff = (ys[i] - y_lo) / (y_hi - y_lo) - (u[i] - u[0]) / (u[-1] - u[0])
+    return float(xs[i]) if diff > MIN_DIFFERENCE else None
 
 
 def _pct(vals: list[float], p: float) -> float:
