@@ -33,7 +33,8 @@ def test_knee_table():
     assert knee_of([1, 2], [1, 2]) is None
 
 
-def test_saturating_and_linear_series():
+def _report() -> dict:
+    """A saturating and a linear series, checked, as a report."""
     sat = _repeats({1: [100, 104, 98], 2: [195, 200, 190], 4: [380, 390, 370],
                     8: [400, 410, 395], 16: [405, 400, 398]})
     lin = _repeats({1: [100, 101, 99], 2: [200, 198, 202], 4: [400, 405, 395],
@@ -55,6 +56,24 @@ def test_saturating_and_linear_series():
     assert rep["overview"]["ok"] == 30 and len(rep["knees"]) == 2
     assert {m["workload"] for m in rep["max"]} == {"randread bs=4k", "randwrite bs=4k"}
     assert render(rep) is not None
+    return rep
+
+
+def test_saturating_and_linear_series():
+    _report()
+
+
+def test_html_page_loads_offline_without_errors(tmp_path):
+    from browser import open_report
+
+    from stacklens.sweep.html import html_page
+
+    rep = _report()
+    page = tmp_path / "report.html"
+    page.write_text(html_page(rep), encoding="utf-8")
+    seen = open_report(page, shot=tmp_path / "shot.png")
+    assert seen["errors"] == [] and seen["blocked"] == []
+    assert (tmp_path / "shot.png").stat().st_size > 10_000
 
 
 @pytest.mark.parametrize("args", [["sweep", "--help"], ["sweep", "run", "--help"],

@@ -30,9 +30,14 @@ sweep_app = typer.Typer(
 
 OUT = typer.Option(..., "--out", "-o", help="Folder for raw output, tables and report.json.")
 JSON = typer.Option(False, "--json", help="Print report.json to stdout instead of tables.")
+HTML = typer.Option(False, "--html", help="Also write a self-contained report.html into --out.")
 
 
-def _show(rep: dict, as_json: bool) -> None:
+def _show(rep: dict, as_json: bool, out: Path, with_html: bool) -> None:
+    if with_html:
+        from stacklens.sweep.html import html_page
+
+        (out / "report.html").write_text(html_page(rep), encoding="utf-8")
     if as_json:
         sys.stdout.write(json.dumps(rep, indent=2, default=str) + "\n")
     else:
@@ -44,6 +49,7 @@ def run(
     plan_file: Path = typer.Argument(..., help="Sweep plan YAML (see examples/sweep-*.yaml)."),
     out: Path = OUT,
     as_json: bool = JSON,
+    with_html: bool = HTML,
     retry_failed: bool = typer.Option(False, "--retry-failed",
                                       help="Run failed and partial points of an earlier run "
                                            "again (finished ok points are always skipped)."),
@@ -63,7 +69,7 @@ def run(
     say(f"{res.ran} point repeats run, {res.skipped} done before, {res.failed} not ok")
     rep = finish(out, res.runs, plan_limits(plan), meta={"command": "run", "plan": plan.name,
                                               "plan_file": str(plan_file)}, base=out)
-    _show(rep, as_json)
+    _show(rep, as_json, out, with_html)
 
 
 @sweep_app.command("analyze")
@@ -71,6 +77,7 @@ def analyze(
     dirs: list[Path] = typer.Argument(..., help="Folders (or files) of fio / iperf3 JSON."),
     out: Path = OUT,
     as_json: bool = JSON,
+    with_html: bool = HTML,
     repeat_pattern: str = typer.Option(
         DEFAULT_REPEAT_PATTERN, "--repeat-pattern",
         help="Folder names matching this regex number repeats instead of naming a series."),
@@ -93,4 +100,4 @@ def analyze(
     rep = finish(out, found.runs, skipped=found.skipped,
                  meta={"command": "analyze", "inputs": [str(d) for d in dirs],
                        "files": found.n_files})
-    _show(rep, as_json)
+    _show(rep, as_json, out, with_html)
