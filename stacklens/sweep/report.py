@@ -4,9 +4,9 @@ terminal tables from that data (:func:`render`). Both are pure: the CLI writes.
 Sections: ``overview`` (counts, failed and partial repeats, skipped files by kind), ``max``
 (the best point of each workload: rw and bs for fio, protocol and streams for iperf3, per
 series), ``knees`` (every series along every axis with >= 3 values: the knee, its bootstrap
-range, what follows), ``trends`` (the medians along each axis, the seeds' "by bs / by VMs"
-tables), ``failed`` (every repeat that was not ok, with its reason), ``flags`` (sanity
-flags by count).
+range, what follows), ``trends`` (the medians along each axis, the seeds' "by VMs" tables),
+``by_bs`` (fio bandwidth by block size, the rest held fixed), ``failed`` (every repeat that
+was not ok, with its reason), ``flags`` (sanity flags by count), ``skipped`` (files).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from stacklens.sweep.knee import Knee
 
 __all__ = ["REPORT_VERSION", "build_report", "render"]
 
-#: History: 1 = first version (overview, max, knees, trends, failed, flags).
+#: History: 1 = first version (overview, max, knees, trends, by_bs, failed, flags, skipped).
 REPORT_VERSION = 1
 MAX_ROWS = 200  # per section in the terminal; the JSON has everything
 
@@ -68,6 +68,15 @@ def build_report(tables: dict[str, pl.DataFrame], knees: list[Knee],
                  "bw_mbit_s": _r(r.get("bw_mbit_s"), 3), "n_repeats": r["n_repeats"],
                  "spread_pct": _r(r.get("spread_pct"), 1)}
                 for (s, t, w), r in sorted(best.items())]
+    by_bs: dict[tuple, list[tuple[int, float]]] = {}
+    for r in summ:
+        if r["tool"] == "fio" and r.get("bs_bytes") and r.get("bw_mib_s") is not None:
+            key = (r["sweep"], r["rw"], r["n_targets"], r["iodepth"], r["numjobs"])
+            by_bs.setdefault(key, []).append((r["bs_bytes"], r["bw_mib_s"]))
+    bs_rows = [{"sweep": k[0], "rw": k[1], "n_targets": k[2], "iodepth": k[3],
+                "numjobs": k[4], "bs_bytes": [b for b, _ in sorted(v)],
+                "bw_mib_s": [_r(y, 3) for _, y in sorted(v)]}
+               for k, v in sorted(by_bs.items(), key=lambda kv: str(kv[0])) if len(v) > 1]
     failed = [{"sweep": r["sweep"], "point": r["point"], "repeat": r["repeat"],
                "status": r["status"], "reason": r.get("reason"), "n_ok": r["n_ok"],
                "n_targets": r["n_targets"]} for r in reps if r["status"] != "ok"]
@@ -86,6 +95,7 @@ def build_report(tables: dict[str, pl.DataFrame], knees: list[Knee],
         "knees": [_knee_dict(k) for k in knees],
         "trends": [{"series": k.series, "axis": k.axis, "metric": k.metric, "x": k.xs,
                     "y_median": [_r(y, 3) for y in k.ys]} for k in knees],
+        "by_bs": bs_rows,
         "failed": failed,
         "flags": dict(flags),
         "skipped": [{"file": f, "kind": k, "reason": why} for f, k, why in skipped],
@@ -129,6 +139,16 @@ def render(rep: dict[str, Any]) -> Group:
             kt.add_row(_short(k["series"]), k["axis"], " ".join(f"{x:g}" for x in k["x"]),
                        " ".join(f"{y:,.0f}" for y in k["y_median"]), k["text"])
         parts.append(kt)
+    if rep["by_bs"]:
+        bt = Table(title="fio bandwidth by block size (median MiB/s)")
+        for c in ("series", "rw", "n", "qd", "nj", "bs -> MiB/s"):
+            bt.add_column(c)
+        for r in rep["by_bs"][:MAX_ROWS]:
+            bt.add_row(str(r["sweep"])[-30:], r["rw"], str(r["n_targets"]), str(r["iodepth"]),
+                       str(r["numjobs"]), "  ".join(
+                           f"{b // 1024}k: {y:,.0f}" for b, y in
+                           zip(r["bs_bytes"], r["bw_mib_s"], strict=True)))
+        parts.append(bt)
     if rep["failed"]:
         ft = Table(title="failed and partial repeats (kept, never dropped)")
         for c in ("series", "point", "repeat", "status", "ok/targets", "reason"):
