@@ -71,8 +71,8 @@ def build_report(tables: dict[str, pl.DataFrame], knees: list[Knee],
     by_bs: dict[tuple, list[tuple[int, float]]] = {}
     for r in summ:
         if r["tool"] == "fio" and r.get("bs_bytes") and r.get("bw_mib_s") is not None:
-            key = (r["sweep"], r["rw"], r["n_targets"], r["iodepth"], r["numjobs"])
-            by_bs.setdefault(key, []).append((r["bs_bytes"], r["bw_mib_s"]))
+            bkey = (r["sweep"], r["rw"], r["n_targets"], r["iodepth"], r["numjobs"])
+            by_bs.setdefault(bkey, []).append((r["bs_bytes"], r["bw_mib_s"]))
     bs_rows = [{"sweep": k[0], "rw": k[1], "n_targets": k[2], "iodepth": k[3],
                 "numjobs": k[4], "bs_bytes": [b for b, _ in sorted(v)],
                 "bw_mib_s": [_r(y, 3) for _, y in sorted(v)]}
