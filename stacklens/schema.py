@@ -370,11 +370,37 @@ SWEEP_SKIPPED: dict[str, pl.DataType] = {
     "reason": pl.String(),
 }
 
+#: One row per network probe repeat (``probes:`` of a plan): ping every ``interval_s``.
+SWEEP_PROBES: dict[str, pl.DataType] = {
+    "sweep": pl.String(),
+    "kind": pl.String(),  # latency, failover
+    "probe": pl.String(),  # latency-<src>-<dst>, failover-<src>-<dst>-on-<target>-<i>
+    "repeat": pl.Int32(),
+    "src": pl.String(),
+    "dst": pl.String(),
+    "placement": pl.String(),  # the plan's label: same-host, same-rack, across-hosts ...
+    "status": pl.String(),  # ok, failed
+    "reason": pl.String(),
+    "raw": pl.String(),  # ping's output, relative to the sweep folder
+    "interval_s": pl.Float64(),
+    "sent": pl.Int64(),
+    "received": pl.Int64(),
+    "loss_pct": pl.Float64(),
+    "rtt_p50_ms": pl.Float64(),  # nearest rank over the replies
+    "rtt_p99_ms": pl.Float64(),
+    "rtt_max_ms": pl.Float64(),
+    "max_gap_s": pl.Float64(),  # longest time between two consecutive replies
+    "outage_s": pl.Float64(),  # max_gap_s - interval_s
+    "fault_s": pl.Float64(),  # how long the injected fault lasted (failover)
+}
+
 TABLES.update({
+    "sweep_probes": SWEEP_PROBES,
     "sweep_points": SWEEP_POINTS,
     "sweep_repeats": SWEEP_REPEATS,
     "sweep_summary": SWEEP_SUMMARY,
     "sweep_skipped": SWEEP_SKIPPED,
 })
-__all__ = sorted([*__all__, "SWEEP_POINTS", "SWEEP_REPEATS", "SWEEP_SKIPPED", "SWEEP_SUMMARY"])
+__all__ = sorted([*__all__, "SWEEP_POINTS", "SWEEP_PROBES", "SWEEP_REPEATS", "SWEEP_SKIPPED",
+                  "SWEEP_SUMMARY"])
 # ==== end of sweep tables ==========================================================================

@@ -100,3 +100,47 @@ def test_netem_total_loss_2s_is_measured_within_100ms(lab):
     assert r.error is None
     assert abs(r.outage_s - r.fault_s) < 0.1, (r.outage_s, r.fault_s)
     assert r.rtt_p50_ms is not None and r.rtt_p50_ms < 50
+
+
+def test_plan_probes_run_with_the_sweep_and_resume(lab, tmp_path):
+    import polars as pl
+
+    from stacklens.sweep import finish, parse_plan, run_sweep
+
+    plan = parse_plan(f"""
+name: probes
+targets:
+  - {{name: a, netns: {lab.hosts[0]}, address: {lab.addresses[0]}}}
+  - {{name: b, netns: {lab.hosts[1]}, address: {lab.addresses[1]}}}
+probes:
+  latency: [{{src: a, dst: b, placement: same-bridge}}]
+  failover:
+    - {{src: a, dst: b, target: b, inject: ip link set eth0 down, undo: ip link set eth0 up,
+        hold_s: 2}}
+    - {{src: a, dst: b, target: b, inject: "false", undo: "true", hold_s: 0.5}}
+  interval_s: 0.01
+  duration_s: 4
+""", "p.yaml")
+    out = tmp_path / "out"
+    res = asyncio.run(run_sweep(plan, out))
+    rep = finish(out, res.runs, base=out, probes=res.probes)
+    t = pl.read_parquet(out / "tables" / "sweep_probes.parquet").sort("probe")
+    rows = {r["probe"]: r for r in t.to_dicts()}
+    lat = rows["latency-a-b"]
+    assert lat["status"] == "ok" and lat["loss_pct"] == 0 and lat["rtt_p50_ms"] < 50
+    fo = rows["failover-a-b-on-b-0"]
+    assert fo["status"] == "ok" and abs(fo["outage_s"] - fo["fault_s"]) < 0.1
+    bad = rows["failover-a-b-on-b-1"]
+    assert bad["status"] == "failed" and "'false' on b: exit 1" in bad["reason"]
+    assert len(rep["probes"]) == 3 and (out / lat["raw"]).read_text().startswith("PING")
+    again = asyncio.run(run_sweep(plan, out))
+    assert [r["probe"] for r in again.probes] == [r["probe"] for r in res.probes]
+    assert again.probes[1]["outage_s"] == res.probes[1]["outage_s"]  # read back, not re-run
+
+
+def test_probe_plan_errors_name_the_line():
+    from stacklens.sweep.plan import PlanError, parse_plan
+
+    text = ("targets: [{name: a, local: true}]\nprobes:\n  latency: [{src: a, dst: zz}]\n")
+    with pytest.raises(PlanError, match=r"^p.yaml:2: probes: unknown target 'zz'"):
+        parse_plan(text, "p.yaml")

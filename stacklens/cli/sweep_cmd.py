@@ -68,7 +68,8 @@ def run(
     res = asyncio.run(run_sweep(plan, out, RunOptions(retry_failed, say)))
     say(f"{res.ran} point repeats run, {res.skipped} done before, {res.failed} not ok")
     rep = finish(out, res.runs, plan_limits(plan), meta={"command": "run", "plan": plan.name,
-                                              "plan_file": str(plan_file)}, base=out)
+                                              "plan_file": str(plan_file)}, base=out,
+                 probes=res.probes)
     _show(rep, as_json, out, with_html)
 
 

@@ -36,16 +36,20 @@ def plan_limits(plan: Plan) -> Limits:
 
 def finish(out: Path, runs: list[PointRun], limits: Limits | None = None,
            skipped: list[tuple[str, str, str]] | None = None,
-           meta: dict[str, Any] | None = None, base: Path | None = None) -> dict[str, Any]:
-    """Build the sweep tables from ``runs`` (raw paths relative to ``base``), write them
-    and ``sweep_skipped`` to ``out`` with the report (``report.json``); return the report.
-    Raises OSError when ``out`` cannot be written."""
+           meta: dict[str, Any] | None = None, base: Path | None = None,
+           probes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Build the sweep tables from ``runs`` (raw paths relative to ``base``), write them,
+    ``sweep_skipped`` and ``sweep_probes`` (rows from the plan's probes) to ``out`` with the
+    report (``report.json``); return the report. Raises OSError when ``out`` cannot be
+    written."""
     tables = build_tables(runs, limits or Limits(), base=base)
     tables = {name: conform(df, name) if not df.is_empty() else empty(name)
               for name, df in tables.items()}
     rows = [{"file": f, "kind": k, "reason": r} for f, k, r in skipped or []]
     tables["sweep_skipped"] = (conform(pl.DataFrame(rows), "sweep_skipped") if rows
                                else empty("sweep_skipped"))
+    tables["sweep_probes"] = (conform(pl.DataFrame(probes, infer_schema_length=None),
+                                      "sweep_probes") if probes else empty("sweep_probes"))
     RunStore(out).write(tables)
     knees = find_knees(tables["sweep_repeats"])
     rep = build_report(tables, knees, skipped, meta)

@@ -38,6 +38,12 @@ but ``targets`` and one of ``fio`` / ``iperf3`` optional::
       pause_s: 0
       port: 5201                     # pair i uses port + i
       limits: {pair_mbit_s: 10000, total_mbit_s: 10000}
+    probes:                          # after the matrices (stacklens.sweep.probe)
+      latency: [{src: vm1, dst: vm2, placement: same-rack}]
+      failover: [{src: vm1, dst: vm2, target: vm2, inject: ip link set eth0 down,
+                  undo: ip link set eth0 up, hold_s: 2}]
+      interval_s: 0.02
+      duration_s: 5
 
 Point identity (:attr:`Point.key`) is derived from the parameters only, so a re-run of the
 same plan finds its finished points on disk and skips them. Raises :class:`PlanError` (exit 1).
@@ -57,12 +63,15 @@ from stacklens.errors import UserError
 from stacklens.yamlfile import load_model
 
 __all__ = [
+    "FailoverProbe",
     "FioMatrix",
     "IperfMatrix",
+    "LatencyProbe",
     "Link",
     "Plan",
     "PlanError",
     "Point",
+    "Probes",
     "Target",
     "load_plan",
     "parse_bs",
@@ -231,6 +240,38 @@ class IperfMatrix(_Model):
         return v
 
 
+class LatencyProbe(_Model):
+    """Round-trip latency from ``src`` to target ``dst``'s address, labelled by placement
+    (same host, same rack, across hosts ...)."""
+
+    src: str
+    dst: str
+    placement: str = "unlabelled"
+
+
+class FailoverProbe(_Model):
+    """Continuous ping ``src`` -> ``dst`` while ``inject`` runs on ``target``, ``hold_s``
+    later ``undo`` (shell commands, for example ``ip link set eth0 down`` / ``up``)."""
+
+    src: str
+    dst: str
+    target: str  # where inject/undo run ("on" would be a YAML boolean)
+    inject: str
+    undo: str
+    hold_s: float = Field(2.0, gt=0, le=600)
+    after_s: float = Field(1.0, ge=0, le=600)
+
+
+class Probes(_Model):
+    """Network probes run after the matrices: ping every ``interval_s`` for ``duration_s``."""
+
+    latency: list[LatencyProbe] = []
+    failover: list[FailoverProbe] = []
+    interval_s: float = Field(0.02, ge=0.002, le=10)
+    duration_s: float = Field(5.0, gt=0, le=3600)
+    repeats: int = Field(1, ge=1, le=MAX_REPEATS)
+
+
 class Plan(_Model):
     """A whole plan file."""
 
@@ -241,6 +282,7 @@ class Plan(_Model):
     targets: list[Target] = Field(min_length=1)
     fio: FioMatrix | None = None
     iperf3: IperfMatrix | None = None
+    probes: Probes | None = None
 
     @field_validator("workdir")
     @classmethod
@@ -255,8 +297,22 @@ class Plan(_Model):
         dup = next((n for n in names if names.count(n) > 1), None)
         if dup:
             raise ValueError(f"target name {dup!r} given twice")
-        if self.fio is None and self.iperf3 is None:
-            raise ValueError("give fio:, iperf3: or both")
+        if self.fio is None and self.iperf3 is None and self.probes is None:
+            raise ValueError("give fio:, iperf3:, probes: or several")
+        if self.probes is not None:
+            probes: list[LatencyProbe | FailoverProbe] = [*self.probes.latency,
+                                                          *self.probes.failover]
+            for pr in probes:
+                for n in (pr.src, pr.dst, getattr(pr, "target", pr.src)):
+                    if n not in names:
+                        raise ValueError(f"probes: unknown target {n!r}")
+                dst = self.target(pr.dst)
+                if dst.netns and not dst.address:
+                    raise ValueError(f"probes: target {dst.name!r} (netns) needs an address")
+            fo = self.probes.failover
+            if any(f.after_s + f.hold_s >= self.probes.duration_s for f in fo):
+                raise ValueError("probes.failover: after_s + hold_s must end before "
+                                 "probes.duration_s")
         if any(t.ssh for t in self.targets) and not self.inventory:
             raise ValueError("ssh targets need inventory: (collect's host inventory file)")
         if self.fio is not None:

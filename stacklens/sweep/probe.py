@@ -101,10 +101,12 @@ def outage(replies: list[PingReply], interval_s: float, sent: int | None = None,
 async def ping_probe(src: Transport, address: str, interval_s: float = 0.02,
                      duration_s: float = 5.0,
                      fault: Callable[[], Awaitable[float]] | None = None,
-                     fault_after_s: float = 1.0) -> ProbeResult:
+                     fault_after_s: float = 1.0,
+                     keep: Callable[[str], None] | None = None) -> ProbeResult:
     """Ping ``address`` from ``src`` every ``interval_s`` for ``duration_s``; with ``fault``
     (a coroutine function returning how long the fault lasted, s) started ``fault_after_s``
-    into the ping. Never raises for ping's own failure (``error`` is set)."""
+    into the ping; ``keep`` receives ping's raw output. Never raises for ping's own failure
+    (``error`` is set)."""
     if not 0 < duration_s <= MAX_DURATION_S:
         raise ValueError(f"duration_s must be in (0, {MAX_DURATION_S}]")
     cmd = (f"exec ping -D -n -i {interval_s:g} -w {math.ceil(duration_s)} -W 1 "
@@ -119,6 +121,8 @@ async def ping_probe(src: Transport, address: str, interval_s: float = 0.02,
     except (TimeoutError, OSError) as e:
         return ProbeResult(0, 0, 0.0, None, None, None, None, None, None, None, interval_s,
                            fault_s, f"ping did not end: {e}")
+    if keep is not None:
+        keep(res.stdout.decode("utf-8", "replace") + res.stderr)
     replies = parse_ping(res.stdout.decode("utf-8", "replace"))
     m = re.search(r"(\d+) packets transmitted", res.stdout.decode("utf-8", "replace"))
     result = outage(replies, interval_s, int(m.group(1)) if m else None, fault_s)

@@ -6,7 +6,8 @@ Sections: ``overview`` (counts, failed and partial repeats, skipped files by kin
 series), ``knees`` (every series along every axis with >= 3 values: the knee, its bootstrap
 range, what follows), ``trends`` (the medians along each axis, the seeds' "by VMs" tables),
 ``by_bs`` (fio bandwidth by block size, the rest held fixed), ``failed`` (every repeat that
-was not ok, with its reason), ``flags`` (sanity flags by count), ``skipped`` (files).
+was not ok, with its reason), ``flags`` (sanity flags by count), ``skipped`` (files),
+``probes`` (latency and fail-over probes, rows of ``sweep_probes``).
 """
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ def build_report(tables: dict[str, pl.DataFrame], knees: list[Knee],
         "failed": failed,
         "flags": dict(flags),
         "skipped": [{"file": f, "kind": k, "reason": why} for f, k, why in skipped],
+        "probes": [{k: _r(v, 4) for k, v in r.items()} for r in
+                   (tables["sweep_probes"].to_dicts() if "sweep_probes" in tables else [])],
     }
 
 
@@ -164,6 +167,17 @@ def render(rep: dict[str, Any]) -> Group:
         for f, n in sorted(rep["flags"].items()):
             fl.add_row(f, str(n))
         parts.append(fl)
+    if rep.get("probes"):
+        pt = Table(title="network probes (continuous ping)")
+        for c in ("probe", "rep", "placement", "status", "loss %", "rtt p50 ms", "rtt p99 ms",
+                  "outage s", "fault s", "reason"):
+            pt.add_column(c)
+        for r in rep["probes"][:MAX_ROWS]:
+            pt.add_row(r["probe"], str(r["repeat"]), r.get("placement") or "", r["status"],
+                       *("" if r.get(c) is None else f"{r[c]:g}" for c in
+                         ("loss_pct", "rtt_p50_ms", "rtt_p99_ms", "outage_s", "fault_s")),
+                       (r.get("reason") or "")[:80])
+        parts.append(pt)
     if rep["skipped"]:
         st = Table(title=f"skipped files ({len(rep['skipped'])}; all of them in --json)")
         for c in ("kind", "file", "reason"):

@@ -5,6 +5,7 @@ Layout of a sweep folder::
 
     <out>/plan.json                     the validated plan
     <out>/journal.jsonl                 one PointRun per finished point repeat (append only)
+    <out>/probes.jsonl                  one sweep_probes row per finished probe repeat
     <out>/raw/<point>/r<repeat>/<target>.json       the tool's JSON (stdout) as produced
     <out>/raw/<point>/r<repeat>/<target>.stderr     its stderr (fio / iperf3 messages)
     <out>/raw/<point>/r<repeat>/<server>-srv<i>.json  iperf3 server side
@@ -21,13 +22,14 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from stacklens.sweep.fio import fio_command
 from stacklens.sweep.iperf import client_command, server_command
 from stacklens.sweep.plan import Plan, Point, points
+from stacklens.sweep.probes_run import probe_names, run_probes
 from stacklens.sweep.tables import PointRun, TargetRun, with_reason
 from stacklens.sweep.targets import Opened, barrier_script, open_targets, start_of
 
@@ -57,6 +59,7 @@ class SweepOutcome:
     skipped: int
     failed: int
     runs: list[PointRun]
+    probes: list[dict[str, Any]] = field(default_factory=list)
 
 
 def read_journal(out: Path) -> dict[tuple[str, int], PointRun]:
@@ -197,7 +200,7 @@ async def run_sweep(plan: Plan, out: Path, opts: RunOptions = RunOptions(),
     (out / "plan.json").write_text(plan.model_dump_json(indent=2))
     todo = points(plan)
     done = read_journal(out)
-    names = {n for p in todo for n in (*p.targets, *p.servers)}
+    names = {n for p in todo for n in (*p.targets, *p.servers)} | probe_names(plan)
     say = opts.on_event or (lambda _s: None)
     op = await open_targets(plan, names)
     for n, err in sorted(op.errors.items()):
@@ -223,10 +226,11 @@ async def run_sweep(plan: Plan, out: Path, opts: RunOptions = RunOptions(),
                          plan.iperf3.pause_s if plan.iperf3 else 0.0)
                 if pause and i + 1 < len(todo):
                     await asyncio.sleep(pause)
+        probes = await run_probes(plan, out, op, say)
     finally:
         await op.close()
     keys = [(p.key, p.repeat) for p in todo]
-    return SweepOutcome(ran, skipped, failed, [done[k] for k in keys if k in done])
+    return SweepOutcome(ran, skipped, failed, [done[k] for k in keys if k in done], probes)
 
 
 async def _run_point(plan: Plan, p: Point, op: Opened, out: Path,
