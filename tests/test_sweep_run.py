@@ -60,6 +60,7 @@ iperf3:
     out = tmp_path / "out"
     res = asyncio.run(run_sweep(plan, out))
     assert (res.ran, res.skipped, res.failed) == (10, 0, 0)
+    assert not list((tmp_path / "work").glob("sl-*"))  # fio's test files removed at the end
     rep = finish(out, res.runs, plan_limits(plan), base=out)
     pts = pl.read_parquet(out / "tables" / "sweep_points.parquet")
     reps = pl.read_parquet(out / "tables" / "sweep_repeats.parquet")

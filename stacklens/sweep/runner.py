@@ -13,7 +13,8 @@ Layout of a sweep folder::
 
 Resuming: a point repeat already in the journal is skipped (with ``retry_failed`` only the ok
 ones are); the latest journal line of a point repeat wins. Every loop is bounded: the plan's
-matrix (at most :data:`~stacklens.sweep.plan.MAX_POINTS`), a timeout on every command.
+matrix (at most :data:`~stacklens.sweep.plan.MAX_POINTS`), a timeout on every command. fio's
+test files (``<workdir>/sl-<target>.<job>``) are removed from the targets at the end.
 """
 
 from __future__ import annotations
@@ -227,10 +228,21 @@ async def run_sweep(plan: Plan, out: Path, opts: RunOptions = RunOptions(),
                 if pause and i + 1 < len(todo):
                     await asyncio.sleep(pause)
         probes = await run_probes(plan, out, op, say)
+        if ran and plan.fio is not None:
+            await _remove_files(plan, op)
     finally:
         await op.close()
     keys = [(p.key, p.repeat) for p in todo]
     return SweepOutcome(ran, skipped, failed, [done[k] for k in keys if k in done], probes)
+
+
+async def _remove_files(plan: Plan, op: Opened) -> None:
+    """Remove fio's test files (``<workdir>/sl-<target>.*``) from every fio target; a
+    failure leaves them (nothing else is removed)."""
+    for name in plan.fio_targets():
+        if name in op.transports:
+            await _one(op.transports[name],
+                       f"rm -f {plan.workdir}/sl-{name}.[0-9]*", 60)
 
 
 async def _run_point(plan: Plan, p: Point, op: Opened, out: Path,
