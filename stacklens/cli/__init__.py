@@ -21,6 +21,7 @@ from stacklens.cli import (
     report_cmd,
     run_cmd,
     sql_cmd,
+    sweep_cmd,
     trace_cmd,
 )
 from stacklens.errors import StacklensError
@@ -46,6 +47,7 @@ app.command("sql")(sql_cmd.sql)
 app.command("compare")(compare_cmd.compare)
 app.add_typer(import_cmd.import_app, name="import")
 app.add_typer(export_cmd.export_app, name="export")
+app.add_typer(sweep_cmd.sweep_app, name="sweep")
 
 
 @app.callback(invoke_without_command=True)

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install what `stacklens sweep` and tests/test_sweep*.py need, idempotently (a second run does
+# nothing and says so): Debian's fio, iperf3, iproute2 (ip netns, tc), iputils-ping. Nothing is
+# started system-wide (iperf3's package ships no enabled service; a policy-rc.d denies starts
+# during the install if none is there). Without root it says so and the sweep tests skip.
+set -euo pipefail
+step() { echo "sweep-setup: $*" >&2; }
+
+need=()
+command -v fio >/dev/null || need+=(fio)
+command -v iperf3 >/dev/null || need+=(iperf3)
+command -v ip >/dev/null && command -v tc >/dev/null || need+=(iproute2)
+command -v ping >/dev/null || need+=(iputils-ping)
+if [ "${#need[@]}" -eq 0 ]; then
+  step "fio, iperf3, iproute2 and ping already installed"
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  step "not root: cannot apt-get install ${need[*]}; the sweep tests will skip"
+  exit 0
+fi
+step "installing ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+guard=""
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\n# stacklens sweep-setup: no service starts during this install\nexit 101\n' \
+    > /usr/sbin/policy-rc.d
+  chmod +x /usr/sbin/policy-rc.d
+  guard=1
+fi
+cleanup() { if [ -n "$guard" ]; then rm -f /usr/sbin/policy-rc.d; fi; }
+trap cleanup EXIT
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+step "installed: $(fio --version) $(iperf3 --version | head -n1)"
