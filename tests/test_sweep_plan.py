@@ -72,7 +72,7 @@ def test_ssh_targets_need_an_inventory():
         parse_plan(text, "p.yaml")
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("sweep-*.yaml")),
+@pytest.mark.parametrize("path", sorted((ROOT / "examples" / "sweep").glob("*.yaml")),
                          ids=lambda p: p.name)
 def test_example_plans_load(path):
     plan = load_plan(path)

@@ -46,7 +46,7 @@ def _show(rep: dict, as_json: bool, out: Path, with_html: bool) -> None:
 
 @sweep_app.command("run")
 def run(
-    plan_file: Path = typer.Argument(..., help="Sweep plan YAML (see examples/sweep-*.yaml)."),
+    plan_file: Path = typer.Argument(..., help="Sweep plan YAML (see examples/sweep/)."),
     out: Path = OUT,
     as_json: bool = JSON,
     with_html: bool = HTML,
