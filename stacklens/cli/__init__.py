@@ -13,6 +13,7 @@ from stacklens.cli import (
     analyze_cmd,
     cleanup_cmd,
     collect_cmd,
+    forecast_cmd,
     ingest_cmd,
     lab_cmd,
     report_cmd,
@@ -40,6 +41,7 @@ app.command("cleanup")(cleanup_cmd.cleanup)
 app.add_typer(lab_cmd.lab_app, name="lab")
 app.command("collect")(collect_cmd.collect_cmd)
 app.command("sql")(sql_cmd.sql)
+app.command("forecast")(forecast_cmd.forecast)
 
 
 @app.callback(invoke_without_command=True)

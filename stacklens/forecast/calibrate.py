@@ -56,7 +56,8 @@ from stacklens.errors import UserError
 from stacklens.forecast.dist import LoadDist, fit
 from stacklens.store import RunStore
 
-__all__ = ["CALIBRATION_FORMAT_VERSION", "STAGES", "Calibration", "calibrate", "load_model"]
+__all__ = ["CALIBRATION_FORMAT_VERSION", "STAGES", "Calibration", "calibrate", "load_model",
+           "run_settings"]
 
 #: Calibration file format. History: 1 (issue 9): stages, knobs, measured, provenance.
 CALIBRATION_FORMAT_VERSION = 1
@@ -277,6 +278,30 @@ def _run_samples(store: RunStore) -> dict[str, Any]:
     }
 
 
+def run_settings(store: RunStore) -> dict[str, Any]:
+    """Storm settings of a run folder: ``computes``, ``concurrency``, ``servers`` (boots
+    traced), ``poll_interval_s``, from the manifest's ``run`` section (scenario and plan) or,
+    for a forecast, its ``forecast`` section; ``computes`` falls back to the hosts that ran
+    nova-compute spans. Missing values are left out."""
+    man = store.manifest()
+    run = man.get("run") or {}
+    bs = ((run.get("scenario") or {}).get("workload") or {}).get("boot_servers") or {}
+    plan = run.get("plan") or {}
+    fk = (man.get("forecast") or {}).get("knobs") or {}
+    out: dict[str, Any] = {}
+    for key, v in (("computes", bs.get("computes") or fk.get("computes")),
+                   ("concurrency", plan.get("concurrency") or fk.get("concurrency")),
+                   ("poll_interval_s", plan.get("poll_interval_s") or fk.get("poll_interval_s"))):
+        if v is not None:
+            out[key] = v
+    tr = store.read("traces")
+    out["servers"] = int((tr["operation"] == "server.create").sum())
+    if "computes" not in out:
+        sp = store.read("spans")
+        out["computes"] = sp.filter(pl.col("service") == "nova-compute")["host"].n_unique()
+    return out
+
+
 def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = None,
               knobs: dict[str, Any] | None = None) -> Calibration:
     """Fit a :class:`Calibration` to traced run folders (each must hold ``traces``, ``spans``,
@@ -303,13 +328,9 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         shares += got["placement_share"]
         nlb += got["n_locks_build"]
         nld += got["n_locks_delete"]
-        man = store.manifest().get("run") or {}
-        plan = man.get("plan") or {}
         measured.append({"run": str(r), **got["measured"]})
-        for key in ("computes", "concurrency"):
-            if plan.get(key) is not None:
-                kn.setdefault(key, plan[key])
-        kn.setdefault("servers", got["measured"]["creates"])
+        for key, v in run_settings(store).items():
+            kn.setdefault(key, v)
     stages = {}
     for s in STAGES:
         pts = samples[s]

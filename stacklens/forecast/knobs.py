@@ -33,6 +33,7 @@ class Knobs:
     delete: bool = True  # delete each server as soon as it is ACTIVE (examples/boot-storm)
     # process counts (oslo.service workers: each a single-CPU Python process, GIL)
     api_workers: int = 2  # osapi_compute_workers (lab: gunicorn --workers)
+    api_threads: int = 1  # requests one API worker serves at once (lab gunicorn sync: 1)
     conductor_workers: int = 2  # [conductor] workers
     scheduler_workers: int = 2  # [scheduler] workers
     # nova-compute
@@ -73,6 +74,7 @@ KNOB_HELP: dict[str, str] = {
     "poll_interval_s": "client polling period, s",
     "delete": "delete each server once ACTIVE",
     "api_workers": "nova-api worker processes",
+    "api_threads": "requests one nova-api worker serves at once (sync WSGI worker: 1)",
     "conductor_workers": "nova-conductor worker processes",
     "scheduler_workers": "nova-scheduler worker processes (each keeps its own host view)",
     "max_concurrent_builds": "builds one nova-compute runs at once",

@@ -5,8 +5,11 @@ One simulated boot follows the path of the field notes (section 2) and of nova 2
 1. **client**: one of ``concurrency`` slots, held from the POST until the server is gone
    (``stacklens run``'s driver, ``drive/driver.py``: delete ``when: each``); it sees ACTIVE and
    DELETED at its next list poll (``poll_interval_s``).
-2. **nova-api** (``api`` stage) on one of ``api_workers`` processes, holding a DB connection of
-   its process pool (``db_pool_size``, QueuePool error after ``db_pool_timeout_s``). The quota
+2. **nova-api** (``api`` stage) on one of ``api_workers`` x ``api_threads`` (the lab's
+   gunicorn sync workers serve one request each; the trace starts when a worker takes the
+   request), holding a DB connection of its process pool (``db_pool_size``, QueuePool error
+   after ``db_pool_timeout_s``; the scheduler holds one from its pool for its whole stage, as
+   the lab's 64-compute run that hit "QueuePool limit of size 10 overflow 20"). The quota
    write may hit a deadlock (``db_deadlock_rate``, multi-writer Galera, field notes section 4):
    oslo.db's ``wrap_db_retry`` retries it after 1, 2, 4... s (at most 10 s), up to
    ``db_max_retries`` times, then the request fails with HTTP 500 ("This result object does not
@@ -138,10 +141,11 @@ class _Cloud:
         self.rng = random.Random(k.seed)
         self.npr = np.random.default_rng(k.seed)
         n = k.computes
-        self.api = simpy.Resource(env, k.api_workers)
+        self.api = simpy.Resource(env, k.api_workers * k.api_threads)
         self.api_db = simpy.Resource(env, k.api_workers * k.db_pool_size)
         self.conductor = simpy.Resource(env, k.conductor_workers)
         self.scheduler = simpy.Resource(env, k.scheduler_workers)
+        self.sched_db = simpy.Resource(env, k.scheduler_workers * k.db_pool_size)
         self.slots = simpy.Resource(env, k.concurrency)
         self.sem = [simpy.Resource(env, k.max_concurrent_builds) for _ in range(n)]
         self.lock = [simpy.Resource(env, 1) for _ in range(n)]
@@ -153,7 +157,7 @@ class _Cloud:
         self.sched_rr = 0
         self.st: dict[str, LoadDist] = cal.stages
         self.low = {s: d.low_median() for s, d in cal.stages.items()}
-        self.busy = {"nova-api": _Busy(k.api_workers),
+        self.busy = {"nova-api": _Busy(k.api_workers * k.api_threads),
                      "nova-conductor": _Busy(k.conductor_workers),
                      "nova-scheduler": _Busy(k.scheduler_workers),
                      "compute build slots": _Busy(k.max_concurrent_builds * n),
@@ -166,15 +170,31 @@ class _Cloud:
         return self.st[stage].sample(self.rng.random(), self.in_flight, self.k.max_slowdown)
 
     def work(self, res: simpy.Resource, name: str, stage: str, extra_cpu_s: float = 0.0):
-        """Hold one worker of ``res`` for the stage's idle demand, then wait the rest."""
+        """Hold one worker of ``res`` for the stage's idle demand, then wait the rest. Returns
+        the time spent waiting for the worker (an RPC message waiting in its queue: logged
+        by nobody, so 'between components' in a measured trace)."""
         total = self.draw(stage) + extra_cpu_s
         cpu = min(total, self.low[stage] + extra_cpu_s)
+        t0 = self.env.now
         with res.request() as r:
             yield r
+            wait = self.env.now - t0
             yield self.env.timeout(cpu)
         self.busy[name].add(cpu)
         if total > cpu:
             yield self.env.timeout(total - cpu)
+        return wait
+
+    def api_work(self, stage: str):
+        """Hold one API worker for the whole stage (a sync WSGI worker serves one request);
+        the trace starts when the worker takes the request (the access line's clock)."""
+        d = self.draw(stage)
+        with self.api.request() as r:
+            yield r
+            t0 = self.env.now
+            yield self.env.timeout(d)
+        self.busy["nova-api"].add(d)
+        return t0
 
     def pick(self, w: int, exclude: set[int]) -> int:
         """The scheduler worker ``w``'s choice of host (see module docstring, step 4)."""
@@ -262,7 +282,7 @@ class _Cloud:
                 rec.stages["nova-api"] = env.now - t0
                 return False
         try:
-            yield from self.work(self.api, "nova-api", "api")
+            rec.start_s = t0 = yield from self.api_work("api")
             for attempt in range(k.db_max_retries + 1):
                 if k.db_deadlock_rate <= 0 or self.rng.random() >= k.db_deadlock_rate:
                     break
@@ -285,13 +305,28 @@ class _Cloud:
         st["between components"] = st.get("between components", 0.0) + hop
         while True:
             t0 = env.now
-            yield from self.work(self.conductor, "nova-conductor", "conductor")
-            st["nova-conductor"] = st.get("nova-conductor", 0.0) + env.now - t0
+            q = yield from self.work(self.conductor, "nova-conductor", "conductor")
+            st["nova-conductor"] = st.get("nova-conductor", 0.0) + env.now - t0 - q
+            st["between components"] += q
+            t0 += q
             t1 = env.now
             w = self.sched_rr % k.scheduler_workers
             self.sched_rr += 1
-            yield from self.work(self.scheduler, "nova-scheduler", "scheduler",
-                                 k.scheduler_per_host_s * k.computes)
+            db = self.sched_db.request()
+            if not db.triggered:  # every greenthread of the process shares its pool
+                got = yield db | env.timeout(k.db_pool_timeout_s)
+                if db not in got:
+                    db.cancel()
+                    rec.error, rec.error_service = QUEUE_POOL_ERROR, "nova-scheduler"
+                    st["nova-scheduler"] = st.get("nova-scheduler", 0.0) + env.now - t1
+                    return False
+            try:
+                q = yield from self.work(self.scheduler, "nova-scheduler", "scheduler",
+                                         k.scheduler_per_host_s * k.computes)
+            finally:
+                self.sched_db.release(db)
+            st["between components"] += q
+            t1 += q
             t2 = env.now
             ps = self.cal.placement_share
             st["nova-scheduler"] = st.get("nova-scheduler", 0.0) + (t2 - t1) * (1 - ps)
@@ -371,8 +406,7 @@ class _Cloud:
         h = rec.host if rec.host is not None else 0
         d = DeleteRecord(i=rec.i, host=h, start_s=env.now)
         self.deletes.append(d)
-        t0 = env.now
-        yield from self.work(self.api, "nova-api", "delete_api")
+        d.start_s = t0 = yield from self.api_work("delete_api")
         d.stages["nova-api"] = env.now - t0
         d.spans.append(("nova-api", "simulated-controller", "DELETE /v2.1/servers/{id}",
                         t0, env.now))
