@@ -77,8 +77,10 @@ def _validate(model: str, run: str, seeds: int, sets: list[str]) -> None:
             st = RunStore(Path(tmp) / str(s))
             st.write(to_tables(res, 0))  # metrics through the same tables as measured runs
             preds.append(measured_metrics(st.path))
-    pred = {k: statistics.median([p[k] for p in preds if p.get(k) is not None] or [0.0])
-            for k in meas}
+    pred: dict[str, float | None] = {}
+    for key in meas:
+        vals = [v for p in preds if (v := p.get(key)) is not None]
+        pred[key] = statistics.median(vals) if vals else None
     typer.echo(f"model {name}; measured {run} ({base.servers} boots, {base.computes} computes, "
                f"concurrency {base.concurrency}); predicted: median of {seeds} seeds")
     typer.echo(render(compare(pred, meas)))
@@ -123,11 +125,12 @@ def forecast(
     if len(args) > 1:
         raise UserError(f"forecast takes one MODEL, got {len(args)} arguments")
     cal, name = resolve_model(verb)
-    k = computes or int(cal.knobs.get("computes") or 4)
-    n = servers or 20 * k
+    n_hosts = computes or int(cal.knobs.get("computes") or 4)
+    n = servers or 20 * n_hosts
     c = concurrency or max(1, n // 2)
-    knobs = parse_sets(sets, knobs_for(cal, computes=k, servers=n, concurrency=c, seed=seed))
-    err.print(f"forecast: {n} boots on {k} computes at concurrency {c} ({SIMULATED}, "
+    knobs = parse_sets(sets, knobs_for(cal, computes=n_hosts, servers=n, concurrency=c,
+                                       seed=seed))
+    err.print(f"forecast: {n} boots on {n_hosts} computes at concurrency {c} ({SIMULATED}, "
               f"model {name})")
     _, s = forecast_run(cal, knobs, out, name, force=force)
     if as_json:

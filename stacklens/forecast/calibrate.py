@@ -178,7 +178,7 @@ def _run_samples(store: RunStore) -> dict[str, Any]:
                           & (pl.col("service") == "nova-conductor")
                           & (pl.col("operation") == "call conductor"))
              .select("trace_id", "start_ns", "end_ns"))
-    build = ph.filter((pl.col("phase") == "build")).select(
+    build = ph.filter(pl.col("phase") == "build").select(
         "trace_id", pl.col("start_ns").alias("b_s"), pl.col("end_ns").alias("b_e"))
     c = c.join(build, on="trace_id", how="left")
     inside = (calls.join(build, on="trace_id").filter(

@@ -245,7 +245,6 @@ class _Cloud:
         slot = self.slots.request()
         yield slot
         rec.submit_s = rec.start_s = env.now
-        self.in_flight += 1
         ok = yield from self._api(rec)
         rec.accepted_s = env.now
         if ok:
@@ -268,31 +267,35 @@ class _Cloud:
         return (-t) % p if p > 0 else 0.0
 
     def _api(self, rec: BootRecord):
+        """POST /v2.1/servers on a worker: a DB connection from the worker's pool (waited
+        for at most ``db_pool_timeout_s``), the stage, the quota write with deadlock retries."""
         env, k = self.env, self.k
-        t0 = env.now
-        db = self.api_db.request()
-        if not db.triggered:
-            got = yield db | env.timeout(k.db_pool_timeout_s)
-            if db not in got:
-                db.cancel()
-                rec.error, rec.error_service, rec.http_status = (
-                    QUEUE_POOL_ERROR, "nova-api", 500)
-                rec.spans.append(("nova-api", "simulated-controller", "POST /v2.1/servers",
-                                  t0, env.now))
-                rec.stages["nova-api"] = env.now - t0
-                return False
-        try:
-            rec.start_s = t0 = yield from self.api_work("api")
-            for attempt in range(k.db_max_retries + 1):
-                if k.db_deadlock_rate <= 0 or self.rng.random() >= k.db_deadlock_rate:
-                    break
-                if attempt == k.db_max_retries:
+        d = self.draw("api")
+        with self.api.request() as w:
+            yield w
+            rec.start_s = t0 = env.now
+            self.in_flight += 1  # load: boots the server side has started, not yet ended
+            db = self.api_db.request()
+            if not db.triggered:
+                got = yield db | env.timeout(k.db_pool_timeout_s)
+                if db not in got:
+                    db.cancel()
                     rec.error, rec.error_service, rec.http_status = (
-                        DEADLOCK_ERROR, "nova-api", 500)
-                    break
-                yield env.timeout(min(10.0, k.db_retry_interval_s * 2 ** attempt))
-        finally:
-            self.api_db.release(db)
+                        QUEUE_POOL_ERROR, "nova-api", 500)
+            if rec.error is None:
+                try:
+                    yield env.timeout(d)
+                    for attempt in range(k.db_max_retries + 1):
+                        if k.db_deadlock_rate <= 0 or self.rng.random() >= k.db_deadlock_rate:
+                            break
+                        if attempt == k.db_max_retries:
+                            rec.error, rec.error_service, rec.http_status = (
+                                DEADLOCK_ERROR, "nova-api", 500)
+                            break
+                        yield env.timeout(min(10.0, k.db_retry_interval_s * 2 ** attempt))
+                finally:
+                    self.api_db.release(db)
+        self.busy["nova-api"].add(env.now - t0)
         rec.stages["nova-api"] = env.now - t0
         rec.spans.append(("nova-api", "simulated-controller", "POST /v2.1/servers", t0, env.now))
         return rec.error is None

@@ -1,7 +1,8 @@
 """One forecast as a library call: model + knobs -> a run folder of canonical tables.
 
 :func:`forecast_run` is what ``stacklens forecast`` and ``stacklens capacity`` call; it prints
-nothing. :func:`shipped_model` is the calibration model that ships with stacklens (measured on
+nothing (and imports simpy only when it simulates, so the rest of the CLI runs without it).
+:func:`shipped_model` is the calibration model that ships with stacklens (measured on
 the lab, committed as data with its provenance).
 """
 
@@ -10,13 +11,15 @@ from __future__ import annotations
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stacklens.forecast.calibrate import Calibration, load_model
 from stacklens.forecast.knobs import Knobs, check
-from stacklens.forecast.model import SimResult, simulate, summary
 from stacklens.forecast.tables import write_run
 from stacklens.store import RunStore
+
+if TYPE_CHECKING:
+    from stacklens.forecast.model import SimResult
 
 __all__ = ["SHIPPED_MODEL", "forecast_run", "knobs_for", "resolve_model", "shipped_model"]
 
@@ -57,6 +60,8 @@ def forecast_run(cal: Calibration, knobs: Knobs, out: str | Path | None, model_n
     manifest's ``forecast`` section). Returns the result and its summary (see
     :func:`stacklens.forecast.model.summary`, plus ``wall_s``: seconds the simulation took).
     Raises :class:`~stacklens.errors.UserError` when ``out`` is not empty and not ``force``."""
+    from stacklens.forecast.model import simulate, summary  # simpy: only when simulating
+
     store = RunStore(out) if out is not None else None
     if store is not None:
         store.prepare(force)

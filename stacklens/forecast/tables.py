@@ -17,13 +17,15 @@ Times: the storm starts at ``start_ns`` (the caller's choice: the CLI uses the w
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from stacklens.forecast.model import BootRecord, DeleteRecord, SimResult
 from stacklens.schema import TABLES, conform, empty
 from stacklens.store import RunStore
+
+if TYPE_CHECKING:  # the model (and simpy) only for the annotations
+    from stacklens.forecast.model import SimResult
 
 __all__ = ["SIMULATED", "to_tables", "write_run"]
 

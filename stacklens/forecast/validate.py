@@ -35,7 +35,9 @@ def measured_metrics(run: str | Path) -> dict[str, float | None]:
     d = tr["dur_s"]
     out["create_p50_s"] = float(d.quantile(0.5, "linear") or 0.0)
     out["create_p95_s"] = float(d.quantile(0.95, "linear") or 0.0)
-    win = (int(tr["end_ns"].max() or 0) - int(tr["start_ns"].min() or 0)) / 1e9
+    t1 = tr["end_ns"].max()
+    t0 = tr["start_ns"].min()
+    win = (int(t1) - int(t0)) / 1e9 if isinstance(t1, int) and isinstance(t0, int) else 0.0
     out["throughput_per_min"] = tr.height / win * 60 if win > 0 else None
     bd = store.read("breakdown").join(tr.select("trace_id"), on="trace_id")
     ids = tr.select("trace_id")
