@@ -11,6 +11,7 @@ import typer
 from stacklens import __version__
 from stacklens.cli import (
     analyze_cmd,
+    capacity_cmd,
     cleanup_cmd,
     collect_cmd,
     forecast_cmd,
@@ -42,6 +43,7 @@ app.add_typer(lab_cmd.lab_app, name="lab")
 app.command("collect")(collect_cmd.collect_cmd)
 app.command("sql")(sql_cmd.sql)
 app.command("forecast")(forecast_cmd.forecast)
+app.command("capacity")(capacity_cmd.capacity)
 
 
 @app.callback(invoke_without_command=True)

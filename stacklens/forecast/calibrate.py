@@ -56,8 +56,14 @@ from stacklens.errors import UserError
 from stacklens.forecast.dist import LoadDist, fit
 from stacklens.store import RunStore
 
-__all__ = ["CALIBRATION_FORMAT_VERSION", "STAGES", "Calibration", "calibrate", "load_model",
-           "run_settings"]
+__all__ = [
+    "CALIBRATION_FORMAT_VERSION",
+    "Calibration",
+    "STAGES",
+    "calibrate",
+    "load_model",
+    "run_settings",
+]
 
 #: Calibration file format. History: 1 (issue 9): stages, knobs, measured, provenance.
 CALIBRATION_FORMAT_VERSION = 1

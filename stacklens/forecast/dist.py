@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["N_QUANTILES", "LoadDist", "fit"]
+__all__ = ["LoadDist", "N_QUANTILES", "fit"]
 
 #: Quantile points kept per bin: 0, 5, ..., 100 %.
 N_QUANTILES = 21

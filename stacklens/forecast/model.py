@@ -64,7 +64,7 @@ from stacklens.forecast.calibrate import Calibration
 from stacklens.forecast.dist import LoadDist
 from stacklens.forecast.knobs import Knobs
 
-__all__ = ["BootRecord", "DeleteRecord", "SimResult", "simulate"]
+__all__ = ["BootRecord", "DeleteRecord", "SimResult", "simulate", "summary"]
 
 QUEUE_POOL_ERROR = "QueuePool limit of size 10 overflow 20 reached, connection timed out"
 DEADLOCK_ERROR = "This result object does not return rows. It has been closed automatically."
