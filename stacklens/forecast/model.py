@@ -53,11 +53,13 @@ matter only when the processes themselves saturate, as in the seeds' large storm
 
 from __future__ import annotations
 
+import heapq
 import random
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import simpy
 
 from stacklens.forecast.calibrate import Calibration
@@ -139,7 +141,6 @@ class _Cloud:
     def __init__(self, env: simpy.Environment, cal: Calibration, k: Knobs):
         self.env, self.cal, self.k = env, cal, k
         self.rng = random.Random(k.seed)
-        self.npr = np.random.default_rng(k.seed)
         n = k.computes
         self.api = simpy.Resource(env, k.api_workers * k.api_threads)
         self.api_db = simpy.Resource(env, k.api_workers * k.db_pool_size)
@@ -149,9 +150,10 @@ class _Cloud:
         self.slots = simpy.Resource(env, k.concurrency)
         self.sem = [simpy.Resource(env, k.max_concurrent_builds) for _ in range(n)]
         self.lock = [simpy.Resource(env, 1) for _ in range(n)]
-        self.used = np.zeros(n, dtype=np.int64)  # claimed instances (resource tracker)
-        self.row = np.zeros(n, dtype=np.int64)  # compute_nodes rows as last written
-        self.views = np.zeros((k.scheduler_workers, n), dtype=np.int64)
+        self.used = [0] * n  # claimed instances (resource tracker)
+        self.n_full = 0  # hosts at host_capacity
+        self.row = [0] * n  # compute_nodes rows as last written
+        self.views = [[0] * n for _ in range(k.scheduler_workers)]
         self.placed = [0] * n
         self.in_flight = 0
         self.sched_rr = 0
@@ -197,30 +199,52 @@ class _Cloud:
         return t0
 
     def pick(self, w: int, exclude: set[int]) -> int:
-        """The scheduler worker ``w``'s choice of host (see module docstring, step 4)."""
-        v = (self.views[w] if self.k.view_memory else self.row).astype(np.float64)
-        full = self.used >= self.k.host_capacity  # placement: no candidate when truly full
-        v[full] = np.inf
-        for h in exclude:
-            v[h] = np.inf
-        order = np.argsort(v, kind="stable")
-        if self.k.shuffle_best_same_weighed_hosts:
-            best = v[order[0]]
-            n_same = int(np.count_nonzero(v == best))
-            if n_same > 1:
-                head = order[:n_same].copy()
-                self.npr.shuffle(head)
-                order = np.concatenate([head, order[n_same:]])
-        s = min(self.k.host_subset_size, len(order))
-        h = int(order[self.rng.randrange(s)] if s > 1 else order[0])
-        if self.k.view_memory:
-            self.views[w, h] += 1
+        """The scheduler worker ``w``'s choice of host (see module docstring, step 4): the
+        emptiest in its view, ties to the first in host order (or shuffled), at random among
+        the best ``host_subset_size``; full hosts (placement) and hosts tried are left out."""
+        k = self.k
+        v = self.views[w] if k.view_memory else self.row
+        cap = k.host_capacity
+        simple = k.host_subset_size <= 1 and not k.shuffle_best_same_weighed_hosts
+        hosts: Sequence[int] = range(k.computes)
+        if exclude or self.n_full:
+            hosts = [h for h in hosts if h not in exclude and self.used[h] < cap]
+        elif simple:  # the common case, at C speed: first host of the lowest count
+            h = v.index(min(v))
+            if k.view_memory:
+                self.views[w][h] += 1
+            return h
+        if simple:
+            h = min(hosts, key=v.__getitem__)
+        else:
+            best = heapq.nsmallest(max(1, k.host_subset_size), hosts, key=v.__getitem__)
+            if k.shuffle_best_same_weighed_hosts:
+                low = v[best[0]]
+                same = [x for x in hosts if v[x] == low]
+                if len(same) > 1:
+                    self.rng.shuffle(same)
+                    best = (same + [x for x in best if v[x] != low])[:len(best)]
+            h = best[self.rng.randrange(len(best))]
+        if k.view_memory:
+            self.views[w][h] += 1
         return h
+
+    def claim_one(self, h: int) -> None:
+        self.used[h] += 1
+        if self.used[h] == self.k.host_capacity:
+            self.n_full += 1
+
+    def free_one(self, h: int) -> None:
+        if self.used[h] == self.k.host_capacity:
+            self.n_full -= 1
+        self.used[h] -= 1
 
     def row_update(self, h: int) -> None:
         """Host ``h``'s resource tracker rewrote its compute_nodes row: views refresh."""
-        self.row[h] = self.used[h]
-        self.views[:, h] = self.used[h]
+        u = self.used[h]
+        self.row[h] = u
+        for view in self.views:
+            view[h] = u
 
     def lock_hold(self, h: int, n: int, on_held=None):
         """``n`` holds of host ``h``'s compute_resources lock; ``on_held`` runs at the start of
@@ -335,7 +359,9 @@ class _Cloud:
             st["nova-scheduler"] = st.get("nova-scheduler", 0.0) + (t2 - t1) * (1 - ps)
             st["placement-api"] = st.get("placement-api", 0.0) + (t2 - t1) * ps
             rec.spans.append(("nova-scheduler", "simulated-controller", "call scheduler", t1, t2))
-            if len(tried) >= k.computes or bool(np.all(self.used >= k.host_capacity)):
+            if len(tried) >= k.computes or self.n_full >= k.computes or (
+                    self.n_full and all(self.used[h] >= k.host_capacity or h in tried
+                                        for h in range(k.computes))):
                 rec.error, rec.error_service = "No valid host was found.", "nova-scheduler"
                 rec.spans.append(("nova-conductor", "simulated-controller", "cast conductor",
                                   t0, env.now))
@@ -375,7 +401,7 @@ class _Cloud:
                         k.build_failure_rate > 0 and self.rng.random() < k.build_failure_rate):
                     claimed[0] = False
                     return
-                self.used[h] += 1
+                self.claim_one(h)
 
             yield from self.lock_hold(h, max(1, cal.locks_per_build), claim)
             if not claimed[0]:
@@ -424,7 +450,7 @@ class _Cloud:
         d.phases.append(("teardown", t1, t2))
 
         def free() -> None:
-            self.used[h] -= 1
+            self.free_one(h)
 
         yield from self.lock_hold(h, max(1, self.cal.locks_per_delete), free)
         yield env.timeout(self.draw("cleanup"))
@@ -461,7 +487,8 @@ def summary(res: SimResult) -> dict[str, Any]:
     boots), throughput (boots per minute, first start to last ACTIVE), outcome counts,
     retries, boots per host (top 5) and resource utilisation."""
     done = [b for b in res.boots if b.outcome in ("success", "retried") and b.end_s is not None]
-    durs = np.array([b.end_s - b.start_s for b in done if b.end_s is not None])
+    durs = [b.end_s - b.start_s for b in done if b.end_s is not None]
+    qs = statistics.quantiles(durs, n=20, method="inclusive") if len(durs) > 1 else durs * 19
     t0 = min((b.start_s for b in res.boots), default=0.0)
     t1 = max((b.end_s or 0.0 for b in done), default=0.0)
     return {
@@ -470,8 +497,8 @@ def summary(res: SimResult) -> dict[str, Any]:
         "retried": sum(b.outcome == "retried" for b in res.boots),
         "failed": sum(b.outcome == "failed" for b in res.boots),
         "retries": sum(b.retries for b in res.boots),
-        "create_p50_s": float(np.quantile(durs, 0.5)) if len(durs) else None,
-        "create_p95_s": float(np.quantile(durs, 0.95)) if len(durs) else None,
+        "create_p50_s": qs[9] if durs else None,
+        "create_p95_s": qs[18] if durs else None,
         "throughput_per_min": len(done) / (t1 - t0) * 60 if t1 > t0 else None,
         "duration_s": res.duration_s,
         "top_hosts": sorted(res.placed, reverse=True)[:5],
