@@ -36,8 +36,12 @@ Delete (``server.delete`` trace): ``delete_api`` (nova-api span), ``delete_to_co
 ``compute_resources`` lock), ``delete_rest``
 (the rest of the trace).
 
-Load of a sample: the number of ``server.create`` traces in flight (started, not ended) at the
-sample's start, counted over all the run's creates.
+Load of a sample (``load``): ``client`` (default), the client's requests in flight at the
+sample's start (a slot is held from the create's submit until the server is gone: the
+``requests`` table that ``stacklens run`` writes; the concurrency a load test sets), or
+``server``, the ``server.create`` traces in flight (for runs without client records, and the
+fallback when a run has none). The client index sees the burst at once (every slot is taken at
+t = 0, while the API still queues the POSTs), which the server index misses.
 """
 
 from __future__ import annotations
@@ -87,6 +91,7 @@ class Calibration:
     placement_share: float = 0.0
     locks_per_build: int = 1
     locks_per_delete: int = 1
+    load: str = "client"  # load index of the bins: client slots in use, or server creates
     knobs: dict[str, Any] = field(default_factory=dict)
     measured: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
@@ -98,7 +103,7 @@ class Calibration:
                 "conductor_calls": self.conductor_calls,
                 "placement_share": round(self.placement_share, 4),
                 "locks_per_build": self.locks_per_build,
-                "locks_per_delete": self.locks_per_delete,
+                "locks_per_delete": self.locks_per_delete, "load": self.load,
                 "stages": {k: v.to_json() for k, v in self.stages.items()}}
 
     @staticmethod
@@ -117,7 +122,8 @@ class Calibration:
             return Calibration(stages=stages, conductor_calls=int(d["conductor_calls"]),
                                placement_share=float(d["placement_share"]),
                                locks_per_build=int(d["locks_per_build"]),
-                               locks_per_delete=int(d["locks_per_delete"]), knobs=dict(d.get("knobs") or {}),
+                               locks_per_delete=int(d["locks_per_delete"]),
+                               load=str(d.get("load", "server")), knobs=dict(d.get("knobs") or {}),
                                measured=dict(d.get("measured") or {}),
                                provenance=dict(d.get("provenance") or {}))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
@@ -157,7 +163,22 @@ def _first(spans: pl.DataFrame, service: str, op_prefix: str | None = None) -> p
                  pl.col("host").first().alias(f"{service}_host")))
 
 
-def _run_samples(store: RunStore) -> dict[str, Any]:
+def _load_intervals(store: RunStore, creates: pl.DataFrame,
+                    load: str) -> tuple[list[int], list[int]]:
+    """(starts, ends) in ns of what counts as load: the client's slots (``client``: from the
+    create's submit to the server gone, or its last client time; the ``requests`` table of
+    ``stacklens run``) or the server's creates in flight (``server``: ``traces``)."""
+    if load == "client" and store.has("requests"):
+        rq = store.read("requests").filter(pl.col("submit_ns").is_not_null())
+        end = pl.coalesce("gone_ns", "delete_accepted_ns", "delete_ns", "active_ns",
+                          "accepted_ns")
+        rq = rq.filter(end.is_not_null()).select("submit_ns", end.alias("end_ns"))
+        if rq.height:
+            return rq["submit_ns"].to_list(), rq["end_ns"].to_list()
+    return creates["start_ns"].to_list(), creates["end_ns"].to_list()
+
+
+def _run_samples(store: RunStore, load: str = "client") -> dict[str, Any]:
     """Samples (load, seconds) per stage from one traced run folder."""
     tr = store.read("traces").filter(pl.col("outcome").is_in(["success", "retried"]))
     spans = store.read("spans")
@@ -166,7 +187,7 @@ def _run_samples(store: RunStore) -> dict[str, Any]:
     deletes = tr.filter(pl.col("operation") == "server.delete")
     if creates.height == 0:
         raise UserError(f"{store.path}: no successful server.create traces to calibrate from")
-    starts, ends = creates["start_ns"].to_list(), creates["end_ns"].to_list()
+    starts, ends = _load_intervals(store, creates, load)
     out: dict[str, list[tuple[float, float]]] = {s: [] for s in STAGES}
 
     def add(stage: str, t0: pl.Series, dur_s: pl.Series) -> None:
@@ -309,7 +330,7 @@ def run_settings(store: RunStore) -> dict[str, Any]:
 
 
 def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = None,
-              knobs: dict[str, Any] | None = None) -> Calibration:
+              knobs: dict[str, Any] | None = None, load: str = "client") -> Calibration:
     """Fit a :class:`Calibration` to traced run folders (each must hold ``traces``, ``spans``,
     ``phases``, ``breakdown``, ``events``). Knobs default to what the runs' manifests say
     (computes, concurrency, servers). Raises :class:`~stacklens.errors.UserError` when a
@@ -327,7 +348,7 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         store = RunStore(r)
         if not store.has("traces"):
             raise UserError(f"{r}: not a traced run folder (no traces table)")
-        got = _run_samples(store)
+        got = _run_samples(store, load)
         for k, v in got["samples"].items():
             samples[k].extend(v)
         n_calls += got["n_calls"]
@@ -350,4 +371,5 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         placement_share=float(statistics.median(shares)) if shares else 0.0,
         locks_per_build=int(statistics.median(nlb)) if nlb else 1,
         locks_per_delete=int(statistics.median(nld)) if nld else 1,
-        knobs={**kn, **(knobs or {})}, measured={"runs": measured}, provenance=prov)
+        knobs={**kn, **(knobs or {})}, measured={"runs": measured}, provenance=prov,
+        load=load)

@@ -43,8 +43,9 @@ One simulated boot follows the path of the field notes (section 2) and of nova 2
    resource cleanup under the ``compute_resources`` lock (``locks_per_delete`` holds plus
    ``cleanup``), ``delete_rest``; the host's row is rewritten (views refresh).
 
-Each stage's time is drawn from its calibrated distribution at the current load (boots in
-flight on the server side), see :mod:`stacklens.forecast.dist`. A process (API, conductor,
+Each stage's time is drawn from its calibrated distribution at the current load (the client's
+slots in use, or the server's boots in flight: the calibration's ``load``), see
+:mod:`stacklens.forecast.dist`. A process (API, conductor,
 scheduler worker) is a single-CPU server: it is held for the stage's idle-cloud demand (the
 median of the lowest calibrated load bin) and released for the rest of the stage, which is the
 load-dependent waiting the calibration measured (shared CPU, database, broker). So worker counts
@@ -155,7 +156,9 @@ class _Cloud:
         self.row = [0] * n  # compute_nodes rows as last written
         self.views = [[0] * n for _ in range(k.scheduler_workers)]
         self.placed = [0] * n
-        self.in_flight = 0
+        self.in_flight = 0  # server side: creates started, not ended
+        self.client_in_flight = 0  # client slots held
+        self.client_load = cal.load == "client"
         self.sched_rr = 0
         self.st: dict[str, LoadDist] = cal.stages
         self.low = {s: d.low_median() for s, d in cal.stages.items()}
@@ -169,7 +172,8 @@ class _Cloud:
 
     # -- helpers ----------------------------------------------------------------------------
     def draw(self, stage: str) -> float:
-        return self.st[stage].sample(self.rng.random(), self.in_flight, self.k.max_slowdown)
+        load = self.client_in_flight if self.client_load else self.in_flight
+        return self.st[stage].sample(self.rng.random(), load, self.k.max_slowdown)
 
     def work(self, res: simpy.Resource, name: str, stage: str, extra_cpu_s: float = 0.0):
         """Hold one worker of ``res`` for the stage's idle demand, then wait the rest. Returns
@@ -268,6 +272,7 @@ class _Cloud:
         self.boots.append(rec)
         slot = self.slots.request()
         yield slot
+        self.client_in_flight += 1
         rec.submit_s = rec.start_s = env.now
         ok = yield from self._api(rec)
         rec.accepted_s = env.now
@@ -277,6 +282,7 @@ class _Cloud:
         rec.end_s = env.now
         if not ok:
             rec.outcome = "failed"
+            self.client_in_flight -= 1
             self.slots.release(slot)
             return
         rec.outcome = "retried" if rec.retries else "success"
@@ -284,6 +290,7 @@ class _Cloud:
         rec.seen_active_s = env.now
         if k.delete and rec.host is not None:
             yield from self._delete(rec)
+        self.client_in_flight -= 1
         self.slots.release(slot)
 
     def _to_poll(self, t: float) -> float:
