@@ -125,3 +125,14 @@ def test_dist_sampling_is_monotone_and_extrapolates():
 def test_fit_needs_samples():
     with pytest.raises(ValueError):
         fit([], [])
+
+
+def test_attribution_scales_components_and_keeps_sums(sim_run: Path):
+    from stacklens.forecast.attribution import fit_attribution
+
+    cal = fit_attribution(calibrate([sim_run]), [sim_run], seeds=2)
+    assert set(cal.attribution) <= {"nova-api", "nova-conductor", "nova-scheduler",
+                                     "placement-api", "nova-compute", "between components"}
+    assert all(0.2 <= f <= 5.0 for f in cal.attribution.values())
+    shipped = load_model(shipped_model())
+    assert shipped.attribution  # fitted on the lab runs the model was calibrated on

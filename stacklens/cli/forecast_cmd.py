@@ -26,6 +26,7 @@ import typer
 
 from stacklens.cli._render import err
 from stacklens.errors import UserError
+from stacklens.forecast.attribution import fit_attribution
 from stacklens.forecast.calibrate import calibrate, run_settings
 from stacklens.forecast.knobs import KNOB_HELP, Knobs, parse_sets
 from stacklens.forecast.run import forecast_run, knobs_for, resolve_model
@@ -54,7 +55,7 @@ def _calibrate(runs: list[str], out: Path | None, provenance: list[str]) -> None
             raise UserError(f"--provenance {item}: expected key=value")
         k, v = item.split("=", 1)
         prov[k.strip()] = v.strip()
-    cal = calibrate(runs, provenance=prov)
+    cal = fit_attribution(calibrate(runs, provenance=prov), runs)
     out.write_text(json.dumps(cal.to_json(), indent=1) + "\n", encoding="utf-8")
     m = cal.measured["runs"]
     err.print(f"forecast: calibrated {len(cal.stages)} stages from {len(runs)} run(s), "
@@ -75,7 +76,7 @@ def _validate(model: str, run: str, seeds: int, sets: list[str]) -> None:
         for s in range(1, seeds + 1):
             res, _ = forecast_run(cal, base.replace(seed=s), None, name)
             st = RunStore(Path(tmp) / str(s))
-            st.write(to_tables(res, 0))  # metrics through the same tables as measured runs
+            st.write(to_tables(res, 0, cal.attribution))  # metrics through the same tables as measured runs
             preds.append(measured_metrics(st.path))
     pred: dict[str, float | None] = {}
     for key in meas:

@@ -92,6 +92,7 @@ class Calibration:
     locks_per_build: int = 1
     locks_per_delete: int = 1
     load: str = "client"  # load index of the bins: client slots in use, or server creates
+    attribution: dict[str, float] = field(default_factory=dict)  # see forecast.attribution
     knobs: dict[str, Any] = field(default_factory=dict)
     measured: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
@@ -104,6 +105,7 @@ class Calibration:
                 "placement_share": round(self.placement_share, 4),
                 "locks_per_build": self.locks_per_build,
                 "locks_per_delete": self.locks_per_delete, "load": self.load,
+                "attribution": {k: round(v, 4) for k, v in self.attribution.items()},
                 "stages": {k: v.to_json() for k, v in self.stages.items()}}
 
     @staticmethod
@@ -123,7 +125,10 @@ class Calibration:
                                placement_share=float(d["placement_share"]),
                                locks_per_build=int(d["locks_per_build"]),
                                locks_per_delete=int(d["locks_per_delete"]),
-                               load=str(d.get("load", "server")), knobs=dict(d.get("knobs") or {}),
+                               load=str(d.get("load", "server")),
+                               attribution={str(k): float(v) for k, v in
+                                            (d.get("attribution") or {}).items()},
+                               knobs=dict(d.get("knobs") or {}),
                                measured=dict(d.get("measured") or {}),
                                provenance=dict(d.get("provenance") or {}))
         except (KeyError, TypeError, ValueError, AttributeError) as e:

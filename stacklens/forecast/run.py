@@ -72,5 +72,6 @@ def forecast_run(cal: Calibration, knobs: Knobs, out: str | Path | None, model_n
     if store is not None:
         write_run(store, res, time.time_ns(), {
             "model": model_name, "knobs": knobs.as_dict(), "summary": s,
-            "calibration": {"provenance": cal.provenance, "knobs": cal.knobs}})
+            "calibration": {"provenance": cal.provenance, "knobs": cal.knobs}},
+            cal.attribution)
     return res, s

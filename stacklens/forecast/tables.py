@@ -40,8 +40,13 @@ def _ids(rng_seed: int, n: int) -> list[str]:
     return [str(uuid.uuid5(r, str(i))) for i in range(n)]
 
 
-def to_tables(res: SimResult, start_ns: int) -> dict[str, pl.DataFrame]:
-    """The canonical tables of ``res`` (see module docstring), times offset by ``start_ns``."""
+def to_tables(res: SimResult, start_ns: int,
+              attribution: dict[str, float] | None = None) -> dict[str, pl.DataFrame]:
+    """The canonical tables of ``res`` (see module docstring), times offset by ``start_ns``.
+    ``attribution`` scales each component's breakdown time (:mod:`stacklens.forecast.attribution`:
+    the model's stages mapped onto how stacklens.trace attributes log gaps); the rest of each
+    trace stays 'between components'."""
+    attr = attribution or {}
     ns = 1_000_000_000
     seed = res.knobs.seed
     inst = _ids(seed * 2 + 1, len(res.boots))
@@ -79,7 +84,7 @@ def to_tables(res: SimResult, start_ns: int) -> dict[str, pl.DataFrame]:
             "n_spans": len(b.spans), "services": _CREATE_SERVICES,
             "n_error_records": 1 if failed else 0, "first_error": b.error})
         add_spans(tid, b.spans)
-        _breakdown(bd, tid, b.stages, dur)
+        _breakdown(bd, tid, b.stages, dur, attr)
         for name, a, e in b.phases:
             ph.append((tid, "nova-compute", name, t(a), t(e), e - a))
     for d in res.deletes:
@@ -93,7 +98,7 @@ def to_tables(res: SimResult, start_ns: int) -> dict[str, pl.DataFrame]:
             "n_spans": len(d.spans), "services": "nova-api,nova-compute",
             "n_error_records": 0})
         add_spans(tid, d.spans)
-        _breakdown(bd, tid, d.stages, dur)
+        _breakdown(bd, tid, d.stages, dur, attr)
         for name, a, e in d.phases:
             ph.append((tid, "nova-compute", name, t(a), t(e), e - a))
     out = {name: empty(name) for name in ("events", "flows", "quarantine", "clock_offsets")}
@@ -110,20 +115,27 @@ def to_tables(res: SimResult, start_ns: int) -> dict[str, pl.DataFrame]:
 
 
 def _breakdown(bd: list[tuple[str, str, float]], tid: str, stages: dict[str, float],
-               dur: float) -> None:
-    """Rows of one trace; 'between components' takes what the stages do not cover, so the
-    rows sum to ``dur`` (components never exceed it: they are scaled down if they do)."""
+               dur: float, attr: dict[str, float]) -> None:
+    """Rows of one trace, summing to ``dur``: 'between components' is what the stages do not
+    cover; with ``attr`` every component (between included) is scaled by its factor and the
+    rows are then rescaled together to ``dur``."""
     named = {k: max(0.0, v) for k, v in stages.items() if k != "between components"}
     s = sum(named.values())
     if s > dur > 0:
         named = {k: v * dur / s for k, v in named.items()}
         s = dur
+    named["between components"] = max(0.0, dur - s)
+    if attr:
+        named = {k: v * attr.get(k, 1.0) for k, v in named.items()}
+        tot = sum(named.values())
+        if tot > 0:
+            named = {k: v * dur / tot for k, v in named.items()}
     for k, v in named.items():
         bd.append((tid, k, v))
-    bd.append((tid, "between components", max(0.0, dur - s)))
 
 
-def write_run(store: RunStore, res: SimResult, start_ns: int, section: dict[str, Any]) -> None:
+def write_run(store: RunStore, res: SimResult, start_ns: int, section: dict[str, Any],
+              attribution: dict[str, float] | None = None) -> None:
     """Write the tables of ``res`` into ``store`` and the manifest's ``forecast`` section
     (``section``: model path, knobs, provenance, summary, wall_s) with top-level ``inputs``
     naming the model. The manifest keeps unknown sections (``extra="allow"``), so the section
@@ -131,7 +143,7 @@ def write_run(store: RunStore, res: SimResult, start_ns: int, section: dict[str,
     section (one writer: this function)."""
     from stacklens import __version__
 
-    store.write(to_tables(res, start_ns))
+    store.write(to_tables(res, start_ns, attribution))
     m = store.read_manifest().model_copy(update={
         "forecast": {"simulated": True, **section}, "stacklens_version": __version__,
         "inputs": [f"{SIMULATED}: {section.get('model', 'model')}"]})
