@@ -46,7 +46,7 @@ def _commit() -> str | None:
         return None
 
 
-def _calibrate(runs: list[str], out: Path | None, provenance: list[str]) -> None:
+def _calibrate(runs: list[str], out: Path | None, provenance: list[str], load: str) -> None:
     if out is None:
         raise UserError("forecast calibrate: -o model.json is required")
     prov: dict[str, object] = {"stacklens_commit": _commit()}
@@ -55,7 +55,7 @@ def _calibrate(runs: list[str], out: Path | None, provenance: list[str]) -> None
             raise UserError(f"--provenance {item}: expected key=value")
         k, v = item.split("=", 1)
         prov[k.strip()] = v.strip()
-    cal = fit_attribution(calibrate(runs, provenance=prov), runs)
+    cal = fit_attribution(calibrate(runs, provenance=prov, load=load), runs)
     out.write_text(json.dumps(cal.to_json(), indent=1) + "\n", encoding="utf-8")
     m = cal.measured["runs"]
     err.print(f"forecast: calibrated {len(cal.stages)} stages from {len(runs)} run(s), "
@@ -104,6 +104,9 @@ def forecast(
     seeds: int = typer.Option(5, "--seeds", min=1, max=50, help="validate: seeds to run."),
     provenance: list[str] = typer.Option([], "--provenance", help="calibrate: key=value "
                                          "recorded in the model (lab, release, date...)."),
+    load: str = typer.Option("client", "--load", help="calibrate: load index of the bins: "
+                             "client (slots in use), active (slots minus boots queued at a "
+                             "compute) or server (creates in flight)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Simulate a boot storm in a model calibrated from real traces (SimPy), write it as a run
@@ -111,7 +114,9 @@ def forecast(
     args = list(args or [])
     verb = args[0] if args else None
     if verb == "calibrate":
-        _calibrate(args[1:] or [], out, provenance)
+        if load not in ("client", "active", "server"):
+            raise UserError("--load must be client, active or server")
+        _calibrate(args[1:] or [], out, provenance, load)
         return
     if verb == "validate":
         if len(args) != 3:

@@ -158,7 +158,8 @@ class _Cloud:
         self.placed = [0] * n
         self.in_flight = 0  # server side: creates started, not ended
         self.client_in_flight = 0  # client slots held
-        self.client_load = cal.load == "client"
+        self.load_index = cal.load
+        self.waiting = 0  # boots queued for a build slot or a compute_resources lock
         self.sched_rr = 0
         self.st: dict[str, LoadDist] = cal.stages
         self.low = {s: d.low_median() for s, d in cal.stages.items()}
@@ -172,7 +173,12 @@ class _Cloud:
 
     # -- helpers ----------------------------------------------------------------------------
     def draw(self, stage: str) -> float:
-        load = self.client_in_flight if self.client_load else self.in_flight
+        if self.load_index == "client":
+            load = self.client_in_flight
+        elif self.load_index == "active":
+            load = max(0, self.client_in_flight - self.waiting)
+        else:
+            load = self.in_flight
         return self.st[stage].sample(self.rng.random(), load, self.k.max_slowdown)
 
     def work(self, res: simpy.Resource, name: str, stage: str, extra_cpu_s: float = 0.0):
@@ -256,7 +262,9 @@ class _Cloud:
         tracker saves the compute node before it releases the lock)."""
         for j in range(n):
             with self.lock[h].request() as r:
+                self.waiting += 1
                 yield r
+                self.waiting -= 1
                 d = self.draw("lock_held")
                 if j == 0 and on_held is not None:
                     on_held()
@@ -399,7 +407,9 @@ class _Cloud:
         t0 = env.now
         yield env.timeout(self.draw("compute_pre"))
         with self.sem[h].request() as slot:
+            self.waiting += 1
             yield slot
+            self.waiting -= 1
             tb = env.now
             claimed = [True]
 
