@@ -10,11 +10,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("simpy")
-
-from stacklens.errors import UserError  # noqa: E402
-from stacklens.forecast.capacity import Sla, parse_sla, search  # noqa: E402
-from stacklens.forecast.run import forecast_run, knobs_for, resolve_model  # noqa: E402
+from stacklens.errors import UserError
+from stacklens.forecast.capacity import Sla, parse_sla, search
+from stacklens.forecast.run import forecast_run, knobs_for, resolve_model
 
 SCENARIO = Path(__file__).resolve().parents[1] / "examples" / "boot-storm.yaml"
 

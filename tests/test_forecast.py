@@ -12,13 +12,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-pytest.importorskip("simpy")
-
-from stacklens.forecast.calibrate import calibrate, load_model  # noqa: E402
-from stacklens.forecast.dist import N_QUANTILES, LoadDist, fit  # noqa: E402
-from stacklens.forecast.run import shipped_model  # noqa: E402
-from stacklens.schema import TABLES  # noqa: E402
-from stacklens.store import RunStore  # noqa: E402
+from stacklens.forecast.calibrate import calibrate, load_model
+from stacklens.forecast.dist import N_QUANTILES, LoadDist, fit
+from stacklens.forecast.run import shipped_model
+from stacklens.schema import TABLES
+from stacklens.store import RunStore
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

@@ -9,11 +9,9 @@ import statistics
 
 import pytest
 
-pytest.importorskip("simpy")
-
-from stacklens.forecast.knobs import Knobs  # noqa: E402
-from stacklens.forecast.model import simulate, summary  # noqa: E402
-from stacklens.forecast.run import knobs_for, resolve_model  # noqa: E402
+from stacklens.forecast.knobs import Knobs
+from stacklens.forecast.model import simulate, summary
+from stacklens.forecast.run import knobs_for, resolve_model
 
 SEEDS = (1, 2, 3, 4)
 
