@@ -8,6 +8,7 @@ It has one section per writer, and each section has exactly one writer:
 section    written by                                   holds
 =========  ===========================================  =======================================
 ``run``    the load driver (:mod:`stacklens.drive`)      scenario, plan, connection, state, SLA
+``forecast`` the simulator (:mod:`stacklens.forecast`)   model, knobs, provenance ("simulated")
 ``ingest`` the ingest step (:mod:`stacklens.pipeline`)   inputs, options, line/record totals
 ``trace``  the trace step (:mod:`stacklens.pipeline`)    table row counts
 ``report`` the report step (:mod:`stacklens.pipeline`)   report format version, findings count
@@ -20,7 +21,8 @@ Format history (pyperf ``_bench.py`` style; :func:`upgrade` reads every older fo
 
 1. stacklens 0.1: untyped dict; ``stages`` written by hand by each writer; ``inputs`` at top
    level beside ``ingest``.
-2. stacklens 0.1 (issue 14): typed sections; ``stages`` derived from the sections; ``inputs``
+2. stacklens 0.1 (issue 14): typed sections (``forecast`` added with issue 9, no version
+   change: older readers keep it as an unknown key); ``stages`` derived from the sections; ``inputs``
    kept at top level (read by reports) and written by the ingest section's writer only.
 """
 
@@ -33,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from stacklens.errors import StoreError
 
 __all__ = [
+    "ForecastSection",
     "IngestSection",
     "MANIFEST_FORMAT_VERSION",
     "Manifest",
@@ -46,7 +49,7 @@ __all__ = [
 MANIFEST_FORMAT_VERSION = 2
 
 #: The sections in pipeline order (``stages`` lists the present ones in this order).
-SECTIONS = ("run", "ingest", "trace", "report")
+SECTIONS = ("run", "forecast", "ingest", "trace", "report")
 
 
 class _Section(BaseModel):
@@ -88,6 +91,15 @@ class ReportSection(_Section):
     files: list[str] = Field(default_factory=list)  # file names written in the run folder
 
 
+class ForecastSection(_Section):
+    """A simulated run (:mod:`stacklens.forecast`): its tables come from the model, not from
+    logs, and every report of it says so. ``model``: the calibration model's path or name;
+    further keys (knobs, provenance, summary, wall_s) as the simulator writes them."""
+
+    simulated: bool = True
+    model: str | None = None
+
+
 class Manifest(_Section):
     """The whole ``manifest.json``. ``run`` is the driver's section: a dict whose keys
     (``run_id``, ``prefix``, ``state``, ``scenario``, ``plan``, ``connection``, ``started_ns``,
@@ -99,6 +111,7 @@ class Manifest(_Section):
     stages: list[str] = Field(default_factory=list)
     inputs: list[str] = Field(default_factory=list)
     run: dict[str, Any] | None = None
+    forecast: ForecastSection | None = None
     ingest: IngestSection | None = None
     trace: TraceSection | None = None
     report: ReportSection | None = None

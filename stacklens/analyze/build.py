@@ -7,7 +7,8 @@ nothing: Drain3 template mining (tables ``templates`` and ``error_templates``) i
 own, :func:`stacklens.analyze.mining.mine_store`, run after trace.
 
 The report dict has the keys ``format_version``, ``stacklens_version``, ``inputs``,
-``timezone_assumption``, ``findings`` (list of {rule, severity, text, evidence}:
+``timezone_assumption``, ``simulated`` (true for a forecast: the manifest has a ``forecast``
+section), ``findings`` (list of {rule, severity, text, evidence}:
 :mod:`stacklens.analyze.findings`), ``sections`` (the declarations: [{name, key, title, doc,
 terminal, columns: [{name, unit, doc, label}]}]), and the keys the sections fill: ``window``
 {start, end (ISO 8601 UTC), dur_s}, ``summary`` {traces, background_traces, by_outcome,
@@ -23,7 +24,8 @@ Format history (``format_version``; pyperf style, readers accept older versions)
 - 1: the first report.
 - 2: adds ``sections`` (the declared sections and their columns, with units); the keys and values
   of version 1 are unchanged. Summary, window, throughput and the component ranking are
-  computed in SQL (the same text runs on Spark).
+  computed in SQL (the same text runs on Spark). ``simulated`` added (issue 9; readers treat a
+  missing key as false).
 """
 
 from __future__ import annotations
@@ -97,6 +99,8 @@ def build_report(store: RunStore) -> dict[str, Any]:
         "stacklens_version": __version__,
         "inputs": manifest.get("inputs", []),
         "timezone_assumption": ing.get("timezone_assumption", "UTC"),
+        # a forecast's tables come from the simulator (manifest section 'forecast'), not logs
+        "simulated": manifest.get("forecast") is not None,
     }
     with store.connect(read_only=True) as con:
         found = findings(con, {t for t in _FINDING_TABLES if store.has(t)})

@@ -11,10 +11,12 @@ import typer
 from stacklens import __version__
 from stacklens.cli import (
     analyze_cmd,
+    capacity_cmd,
     cleanup_cmd,
     collect_cmd,
     compare_cmd,
     export_cmd,
+    forecast_cmd,
     import_cmd,
     ingest_cmd,
     lab_cmd,
@@ -48,6 +50,8 @@ app.command("compare")(compare_cmd.compare)
 app.add_typer(import_cmd.import_app, name="import")
 app.add_typer(export_cmd.export_app, name="export")
 app.add_typer(sweep_cmd.sweep_app, name="sweep")
+app.command("forecast")(forecast_cmd.forecast)
+app.command("capacity")(capacity_cmd.capacity)
 
 
 @app.callback(invoke_without_command=True)

@@ -50,6 +50,8 @@ def header(r: dict) -> str:
         shown = '<span class="none">none</span>'
     window = f"{_text(w.get('start'))} → {_text(w.get('end'))} ({_span(w.get('dur_s'))})"
     rows = [("Window", window), ("Timezone", _text(r.get("timezone_assumption"))), ("Inputs", shown),
+            *([("Simulated", "<strong>yes: a forecast from a calibrated model, not measured"
+                "</strong>")] if r.get("simulated") else []),
             ("stacklens", f"{_text(r.get('stacklens_version'))} · report format {_text(r.get('format_version'))}")]
     return _section("report", "Run", '<dl class="meta">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>")
 

@@ -266,6 +266,9 @@ def render_terminal(report: dict[str, Any], *, top: int = 12) -> list[Renderable
     operations, root causes, client view, phases, clock skew, ingest health, and any section
     declared for the terminal) as rich renderables. Pure: the caller prints them."""
     out: list[RenderableType] = []
+    if report.get("simulated"):
+        out.append(Text("SIMULATED: a forecast from a calibrated model, not a measured run",
+                        style="bold reverse"))
     if (found := _findings(report)) is not None:
         out.append(found)
     for key, decls in sections_by_key(report, _DEFAULT):

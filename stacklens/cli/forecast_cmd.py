@@ -1,0 +1,155 @@
+"""``stacklens forecast``: a boot storm in the calibrated model, written as a run folder.
+
+Forms (the first argument picks one)::
+
+    stacklens forecast [MODEL] --computes N --servers M --concurrency C [--set knob=value]
+                       --out RUN            simulate; then `stacklens report RUN`
+    stacklens forecast calibrate RUN... -o model.json      fit a model to traced runs
+    stacklens forecast validate MODEL RUN [--seeds S]      predicted vs measured at RUN's size
+    stacklens forecast knobs                               list the knobs and their defaults
+
+MODEL is a calibration file, or omitted / ``lab-2025.1`` for the model shipped with stacklens.
+Data goes to stdout, progress to stderr; the run folder says "simulated" (manifest section
+``forecast``, hosts ``simulated-*``).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import typer
+
+from stacklens.cli._render import err
+from stacklens.errors import UserError
+from stacklens.forecast.attribution import fit_attribution
+from stacklens.forecast.calibrate import calibrate, run_settings
+from stacklens.forecast.knobs import KNOB_HELP, Knobs, parse_sets
+from stacklens.forecast.run import forecast_run, knobs_for, resolve_model
+from stacklens.forecast.tables import SIMULATED, to_tables
+from stacklens.forecast.validate import compare, measured_metrics, render
+from stacklens.store import RunStore
+
+__all__ = ["forecast"]
+
+
+def _commit() -> str | None:
+    try:
+        r = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                           timeout=10, cwd=Path(__file__).parent)
+        return r.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _calibrate(runs: list[str], out: Path | None, provenance: list[str], load: str) -> None:
+    if out is None:
+        raise UserError("forecast calibrate: -o model.json is required")
+    prov: dict[str, object] = {"stacklens_commit": _commit()}
+    for item in provenance:
+        if "=" not in item:
+            raise UserError(f"--provenance {item}: expected key=value")
+        k, v = item.split("=", 1)
+        prov[k.strip()] = v.strip()
+    cal = fit_attribution(calibrate(runs, provenance=prov, load=load), runs)
+    out.write_text(json.dumps(cal.to_json(), indent=1) + "\n", encoding="utf-8")
+    m = cal.measured["runs"]
+    err.print(f"forecast: calibrated {len(cal.stages)} stages from {len(runs)} run(s), "
+              f"{sum(r['creates'] for r in m)} boots -> {out}")
+
+
+def _validate(model: str, run: str, seeds: int, sets: list[str]) -> None:
+    cal, name = resolve_model(model)
+    store = RunStore(run)
+    rs = run_settings(store)
+    meas = measured_metrics(run)
+    base = knobs_for(cal, computes=int(rs["computes"]), servers=int(rs["servers"]),
+                     concurrency=int(rs.get("concurrency") or rs["servers"]),
+                     poll_interval_s=rs.get("poll_interval_s"))
+    base = parse_sets(sets, base)
+    preds = []
+    with tempfile.TemporaryDirectory(prefix="stacklens-validate-") as tmp:
+        for s in range(1, seeds + 1):
+            res, _ = forecast_run(cal, base.replace(seed=s), None, name)
+            st = RunStore(Path(tmp) / str(s))
+            st.write(to_tables(res, 0, cal.attribution))  # metrics through the same tables as measured runs
+            preds.append(measured_metrics(st.path))
+    pred: dict[str, float | None] = {}
+    for key in meas:
+        vals = [v for p in preds if (v := p.get(key)) is not None]
+        pred[key] = statistics.median(vals) if vals else None
+    typer.echo(f"model {name}; measured {run} ({base.servers} boots, {base.computes} computes, "
+               f"concurrency {base.concurrency}); predicted: median of {seeds} seeds")
+    typer.echo(render(compare(pred, meas)))
+
+
+def forecast(
+    args: list[str] = typer.Argument(None, help="[MODEL] | calibrate RUN... | validate MODEL "
+                                     "RUN | knobs"),
+    computes: int | None = typer.Option(None, "--computes", "-k", min=1, help="Compute hosts."),
+    servers: int | None = typer.Option(None, "--servers", "-n", min=1,
+                                       help="Servers booted [default: 20 per compute]."),
+    concurrency: int | None = typer.Option(None, "--concurrency", "-c", min=1,
+                                           help="Client slots [default: servers / 2]."),
+    sets: list[str] = typer.Option([], "--set", help="knob=value (repeatable; see "
+                                   "`stacklens forecast knobs`)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Run folder to write (forecast) "
+                                    "or model file (calibrate)."),
+    force: bool = typer.Option(False, "--force", help="Replace the run in a non-empty --out."),
+    seed: int = typer.Option(1, "--seed", help="Random seed of the simulation."),
+    seeds: int = typer.Option(5, "--seeds", min=1, max=50, help="validate: seeds to run."),
+    provenance: list[str] = typer.Option([], "--provenance", help="calibrate: key=value "
+                                         "recorded in the model (lab, release, date...)."),
+    load: str = typer.Option("client", "--load", help="calibrate: load index of the bins: "
+                             "client (slots in use), active (slots minus boots queued at a "
+                             "compute) or server (creates in flight)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Simulate a boot storm in a model calibrated from real traces (SimPy), write it as a run
+    folder that `stacklens report` reads; or calibrate / validate / list knobs."""
+    args = list(args or [])
+    verb = args[0] if args else None
+    if verb == "calibrate":
+        if load not in ("client", "active", "server"):
+            raise UserError("--load must be client, active or server")
+        _calibrate(args[1:] or [], out, provenance, load)
+        return
+    if verb == "validate":
+        if len(args) != 3:
+            raise UserError("forecast validate MODEL RUN")
+        _validate(args[1], args[2], seeds, sets)
+        return
+    if verb == "knobs":
+        d = Knobs().as_dict()
+        for k, h in KNOB_HELP.items():
+            typer.echo(f"{k:<34}{d[k]!s:>8}  {h}")
+        return
+    if len(args) > 1:
+        raise UserError(f"forecast takes one MODEL, got {len(args)} arguments")
+    cal, name = resolve_model(verb)
+    n_hosts = computes or int(cal.knobs.get("computes") or 4)
+    n = servers or 20 * n_hosts
+    c = concurrency or max(1, n // 2)
+    knobs = parse_sets(sets, knobs_for(cal, computes=n_hosts, servers=n, concurrency=c,
+                                       seed=seed))
+    err.print(f"forecast: {n} boots on {n_hosts} computes at concurrency {c} ({SIMULATED}, "
+              f"model {name})")
+    _, s = forecast_run(cal, knobs, out, name, force=force)
+    if as_json:
+        typer.echo(json.dumps(s, indent=2))
+    else:
+        def f(v: object) -> str:
+            return "-" if v is None else (f"{v:.1f}" if isinstance(v, float) else str(v))
+        typer.echo(f"simulated: {s['boots']} boots, {s['success']} ok, {s['retried']} retried, "
+                   f"{s['failed']} failed; create p50 {f(s['create_p50_s'])} s, p95 "
+                   f"{f(s['create_p95_s'])} s, {f(s['throughput_per_min'])} boots/min; "
+                   f"storm {f(s['duration_s'])} s simulated in {s['wall_s']:.2f} s")
+        busiest = max(s["utilisation"].items(), key=lambda kv: kv[1])
+        typer.echo(f"busiest: {busiest[0]} {busiest[1]:.0%}; top hosts {s['top_hosts']}")
+    if out is not None:
+        err.print(f"forecast: wrote {out} (stacklens report {out})")
+    sys.stdout.flush()

@@ -1,0 +1,75 @@
+"""How the model's stage times map onto stacklens' breakdown of a measured trace.
+
+The breakdown of a measured trace (:func:`stacklens.trace.classify.breakdown`) gives each gap
+between two consecutive log records of a trace to the service that logged both, else to
+'between components'. Services log concurrently inside one boot (nova-conductor answers
+nova-compute's object calls, and logs its own RPC reply polling, while the build runs), so the
+gap attribution is not the model's stage structure: measured nova-conductor time includes
+gaps the model books to the compute's build, and the reverse.
+
+:func:`fit_attribution` learns one factor per component at the calibration runs' own
+settings: it simulates them (median of ``seeds`` seeds), compares each component's p50 with
+the measured p50, and stores ``measured / predicted`` (clamped to [0.2, 5], refined over a few
+rounds because the rows of a trace are rescaled together) in the model's ``attribution``. The
+run-folder writer scales every component of the simulated breakdown ('between components'
+included) by these factors, then rescales the rows so they still sum to ``dur_s``. End-to-end
+times, throughput and the simulation itself are unchanged. The factors are fitted at the
+calibration point only; a validation at another size tests them out of sample.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from stacklens.forecast.calibrate import Calibration, run_settings
+from stacklens.forecast.knobs import Knobs
+from stacklens.forecast.tables import to_tables
+from stacklens.forecast.validate import COMPONENTS, measured_metrics
+from stacklens.store import RunStore
+
+__all__ = ["fit_attribution"]
+
+
+def fit_attribution(cal: Calibration, runs: Sequence[str | Path], seeds: int = 5) -> Calibration:
+    """A copy of ``cal`` with ``attribution`` fitted to ``runs`` (module docstring). Components
+    absent from the runs or the model keep factor 1."""
+    from stacklens.forecast.model import simulate  # simpy only here
+
+    meas: dict[str, list[float]] = {c: [] for c in COMPONENTS}
+    sims = []
+    for r in runs:
+        m = measured_metrics(r)
+        rs = run_settings(RunStore(r))
+        k = Knobs().replace(computes=int(rs["computes"]), servers=int(rs["servers"]),
+                            concurrency=int(rs.get("concurrency") or rs["servers"]))
+        for c in COMPONENTS:
+            if m.get(f"{c} p50_s"):
+                meas[c].append(float(m[f"{c} p50_s"] or 0.0))
+        sims += [simulate(cal, k.replace(seed=s)) for s in range(1, seeds + 1)]
+    attr: dict[str, float] = {}
+    for _ in range(8):  # the rescaling to dur_s couples the factors: a few fixed-point rounds
+        cur = _p50s(cal, attr, sims)
+        for c in COMPONENTS:
+            if not meas[c] or not cur.get(c):
+                continue
+            attr[c] = min(5.0, max(0.2, attr.get(c, 1.0) * statistics.median(meas[c])
+                                   / cur[c]))
+    return dataclasses.replace(cal, attribution=attr)
+
+
+def _p50s(cal: Calibration, attr: dict[str, float], sims: list) -> dict[str, float]:
+    """Median over the simulations of each component's p50 with ``attr`` applied."""
+    vals: dict[str, list[float]] = {c: [] for c in COMPONENTS}
+    with tempfile.TemporaryDirectory(prefix="stacklens-attr-") as tmp:
+        for i, res in enumerate(sims):
+            st = RunStore(Path(tmp) / str(i))
+            st.write(to_tables(res, 0, attr))
+            p = measured_metrics(st.path)
+            for c in COMPONENTS:
+                if p.get(f"{c} p50_s"):
+                    vals[c].append(float(p[f"{c} p50_s"] or 0.0))
+    return {c: statistics.median(v) for c, v in vals.items() if v}

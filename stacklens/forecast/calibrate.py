@@ -1,0 +1,394 @@
+"""Calibration: per-stage service times of the boot workflow, measured in real runs.
+
+``stacklens forecast calibrate RUN... -o model.json`` reads the canonical tables of traced run
+folders (``traces``, ``spans``, ``phases``, ``breakdown``, ``events``: :mod:`stacklens.schema`)
+and writes a calibration model: one :class:`~stacklens.forecast.dist.LoadDist` per stage below,
+the settings of the runs (knobs), what the runs measured (for comparison), and provenance.
+
+Stages of one boot (``server.create`` trace) and how each is measured, from span and phase
+timestamps of the same trace (span names of stacklens.trace; nova 2025.1 code paths):
+
+==================  =======================================================================
+``api``             nova-api span of ``POST /v2.1/servers`` (quota, instance record, cast)
+``to_conductor``    conductor span start - api span end (RPC cast transit and queue)
+``conductor``       scheduler span start - conductor span start (schedule_and_build_instances
+                    before select_destinations)
+``scheduler``       the ``call scheduler`` span (select_destinations, placement queries and
+                    the allocation claim; ``placement_share`` of it is placement-api's)
+``to_compute``      compute span start - scheduler span end (reply, conductor, cast)
+``compute_pre``     build phase start - compute span start, for builds that did not wait for
+                    the build semaphore (fewer than max_concurrent_builds in progress on the
+                    host): the work before the semaphore; the wait itself is simulated
+``conductor_call``  each ``call conductor`` span of nova-compute's build (object saves,
+                    instance updates); their count per boot is ``conductor_calls``
+``build``           build phase ("Took N seconds to build instance") minus its conductor calls
+                    and its ``compute_resources`` lock waits and holds: nova-compute's own
+                    work inside the semaphore
+``lock_held``       each hold of the ``compute_resources`` lock (oslo_concurrency "released
+                    ... held N s" lines of the trace's request id); ``locks_per_build`` and
+                    ``locks_per_delete`` holds per boot and per delete (median)
+``finish``          trace end - build end
+==================  =======================================================================
+
+Delete (``server.delete`` trace): ``delete_api`` (nova-api span), ``delete_to_compute``
+(compute span start - api span end), ``teardown`` and ``cleanup`` (phases ``teardown`` and
+``resource_cleanup`` minus the delete's lock waits and holds: the latter runs under the
+``compute_resources`` lock), ``delete_rest``
+(the rest of the trace).
+
+Load of a sample (``load``): ``client`` (default), the client's requests in flight at the
+sample's start (a slot is held from the create's submit until the server is gone: the
+``requests`` table that ``stacklens run`` writes; the concurrency a load test sets), or
+``server``, the ``server.create`` traces in flight (for runs without client records, and the
+fallback when a run has none). The client index sees the burst at once (every slot is taken at
+t = 0, while the API still queues the POSTs), which the server index misses. ``active`` is the
+client index minus the boots queued at a compute (build semaphore, ``compute_resources`` lock
+waits): tried on the lab runs, it predicted worse at 2x than ``client`` (p95 +55 % / +20 %
+against -7 % on average), so ``client`` is the default.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as _dt
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from stacklens.errors import UserError
+from stacklens.forecast.dist import LoadDist, fit
+from stacklens.store import RunStore
+
+__all__ = [
+    "CALIBRATION_FORMAT_VERSION",
+    "Calibration",
+    "STAGES",
+    "calibrate",
+    "load_model",
+    "run_settings",
+]
+
+#: Calibration file format. History: 1 (issue 9): stages, knobs, measured, provenance.
+CALIBRATION_FORMAT_VERSION = 1
+
+STAGES = ("api", "to_conductor", "conductor", "scheduler", "to_compute", "compute_pre",
+          "conductor_call", "build", "finish", "delete_api", "delete_to_compute", "teardown",
+          "cleanup", "delete_rest", "lock_held")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration model: ``stages`` (name -> LoadDist, seconds), ``conductor_calls``
+    (per boot, median), ``placement_share`` (fraction of the scheduler stage spent in
+    placement-api), ``locks_per_build`` / ``locks_per_delete`` (compute_resources lock holds
+    per boot / delete, median), ``knobs`` (settings
+    of the runs, e.g. computes, concurrency), ``measured`` (p50/p95, throughput, component
+    p50s of the runs), ``provenance`` (lab, release, date, commit, runs)."""
+
+    stages: dict[str, LoadDist]
+    conductor_calls: int = 12
+    placement_share: float = 0.0
+    locks_per_build: int = 1
+    locks_per_delete: int = 1
+    load: str = "client"  # load index of the bins: client slots in use, or server creates
+    attribution: dict[str, float] = field(default_factory=dict)  # see forecast.attribution
+    knobs: dict[str, Any] = field(default_factory=dict)
+    measured: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON document written by ``forecast calibrate``."""
+        return {"format_version": CALIBRATION_FORMAT_VERSION, "provenance": self.provenance,
+                "knobs": self.knobs, "measured": self.measured,
+                "conductor_calls": self.conductor_calls,
+                "placement_share": round(self.placement_share, 4),
+                "locks_per_build": self.locks_per_build,
+                "locks_per_delete": self.locks_per_delete, "load": self.load,
+                "attribution": {k: round(v, 4) for k, v in self.attribution.items()},
+                "stages": {k: v.to_json() for k, v in self.stages.items()}}
+
+    @staticmethod
+    def from_json(d: dict[str, Any], where: str = "model") -> Calibration:
+        """Read a calibration document. Raises :class:`~stacklens.errors.UserError` on a
+        newer format or a document that is not a calibration model."""
+        try:
+            v = int(d.get("format_version", 0))
+            if v > CALIBRATION_FORMAT_VERSION:
+                raise UserError(f"{where}: calibration format {v} is newer than this "
+                                f"stacklens reads ({CALIBRATION_FORMAT_VERSION})")
+            stages = {k: LoadDist.from_json(x) for k, x in d["stages"].items()}
+            missing = [s for s in STAGES if s not in stages]
+            if missing:
+                raise UserError(f"{where}: stages missing: {', '.join(missing)}")
+            return Calibration(stages=stages, conductor_calls=int(d["conductor_calls"]),
+                               placement_share=float(d["placement_share"]),
+                               locks_per_build=int(d["locks_per_build"]),
+                               locks_per_delete=int(d["locks_per_delete"]),
+                               load=str(d.get("load", "server")),
+                               attribution={str(k): float(v) for k, v in
+                                            (d.get("attribution") or {}).items()},
+                               knobs=dict(d.get("knobs") or {}),
+                               measured=dict(d.get("measured") or {}),
+                               provenance=dict(d.get("provenance") or {}))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise UserError(f"{where} is not a stacklens calibration model ({e})") from None
+
+
+def load_model(path: str | Path) -> Calibration:
+    """Read a calibration model file. Raises :class:`~stacklens.errors.UserError` when it is
+    missing or unreadable."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UserError(f"cannot read calibration model {p}: {e.strerror}") from None
+    except ValueError as e:
+        raise UserError(f"{p} is not JSON: {e}") from None
+    return Calibration.from_json(doc, str(p))
+
+
+def _in_flight(starts: list[int], ends: list[int], at: list[int],
+               waits: list[tuple[int, int]] | None = None) -> list[int]:
+    """Intervals in flight (start <= t < end) at each time of ``at`` (all ns), minus the
+    ``waits`` intervals in progress then (at least 0)."""
+    s, e = sorted(starts), sorted(ends)
+    ws, we = sorted(w[0] for w in waits or []), sorted(w[1] for w in waits or [])
+    out = []
+    for t in at:
+        n = bisect.bisect_right(s, t) - bisect.bisect_right(e, t)
+        n -= bisect.bisect_right(ws, t) - bisect.bisect_right(we, t)
+        out.append(max(0, n))
+    return out
+
+
+def _first(spans: pl.DataFrame, service: str, op_prefix: str | None = None) -> pl.DataFrame:
+    f = pl.col("service") == service
+    if op_prefix:
+        f = f & pl.col("operation").str.starts_with(op_prefix)
+    return (spans.filter(f).sort("start_ns").group_by("trace_id", maintain_order=True)
+            .agg(pl.col("start_ns").first().alias(f"{service}_s"),
+                 pl.col("end_ns").first().alias(f"{service}_e"),
+                 pl.col("host").first().alias(f"{service}_host")))
+
+
+def _load_intervals(store: RunStore, creates: pl.DataFrame,
+                    load: str) -> tuple[list[int], list[int]]:
+    """(starts, ends) in ns of what counts as load: the client's slots (``client``: from the
+    create's submit to the server gone, or its last client time; the ``requests`` table of
+    ``stacklens run``) or the server's creates in flight (``server``: ``traces``)."""
+    if load in ("client", "active") and store.has("requests"):
+        rq = store.read("requests").filter(pl.col("submit_ns").is_not_null())
+        end = pl.coalesce("gone_ns", "delete_accepted_ns", "delete_ns", "active_ns",
+                          "accepted_ns")
+        rq = rq.filter(end.is_not_null()).select("submit_ns", end.alias("end_ns"))
+        if rq.height:
+            return rq["submit_ns"].to_list(), rq["end_ns"].to_list()
+    return creates["start_ns"].to_list(), creates["end_ns"].to_list()
+
+
+def _run_samples(store: RunStore, load: str = "client") -> dict[str, Any]:
+    """Samples (load, seconds) per stage from one traced run folder."""
+    tr = store.read("traces").filter(pl.col("outcome").is_in(["success", "retried"]))
+    spans = store.read("spans")
+    ph = store.read("phases")
+    creates = tr.filter(pl.col("operation") == "server.create")
+    deletes = tr.filter(pl.col("operation") == "server.delete")
+    if creates.height == 0:
+        raise UserError(f"{store.path}: no successful server.create traces to calibrate from")
+    starts, ends = _load_intervals(store, creates, load)
+    out: dict[str, list[tuple[float, float]]] = {s: [] for s in STAGES}
+    waits: list[tuple[int, int]] = []  # load "active": queued at a compute, not working
+
+    def add(stage: str, t0: pl.Series, dur_s: pl.Series) -> None:
+        ok = [(a, d) for a, d in zip(t0.to_list(), dur_s.to_list(), strict=True)
+              if a is not None and d is not None]
+        loads = _in_flight(starts, ends, [a for a, _ in ok], waits)
+        out[stage].extend((float(x), float(d)) for x, (_, d) in zip(loads, ok, strict=True))
+
+    c = creates.select("trace_id", "start_ns", "end_ns")
+    for svc, op in (("nova-api", "POST"), ("nova-conductor", "cast conductor"),
+                    ("nova-scheduler", "call scheduler"), ("nova-compute", None)):
+        c = c.join(_first(spans.filter(pl.col("trace_id").is_in(c["trace_id"].implode())),
+                          svc, op), on="trace_id", how="left")
+    calls = (spans.filter(pl.col("trace_id").is_in(c["trace_id"].implode())
+                          & (pl.col("service") == "nova-conductor")
+                          & (pl.col("operation") == "call conductor"))
+             .select("trace_id", "start_ns", "end_ns"))
+    build = ph.filter(pl.col("phase") == "build").select(
+        "trace_id", pl.col("start_ns").alias("b_s"), pl.col("end_ns").alias("b_e"))
+    c = c.join(build, on="trace_id", how="left")
+    inside = (calls.join(build, on="trace_id").filter(
+        (pl.col("start_ns") >= pl.col("b_s")) & (pl.col("end_ns") <= pl.col("b_e")))
+        .group_by("trace_id").agg(pl.len().alias("n_calls"),
+                                  ((pl.col("end_ns") - pl.col("start_ns")).sum() / 1e9)
+                                  .alias("calls_s")))
+    ev = store.read("events").filter(pl.col("lock_name") == "compute_resources")
+    lk = ev.group_by(pl.col("request_id").alias("trace_id")).agg(
+        (pl.col("lock_waited_s").fill_null(0.0).sum()
+         + pl.col("lock_held_s").fill_null(0.0).sum()).alias("lock_s"),
+        pl.col("lock_held_s").is_not_null().sum().alias("n_locks"))
+    held = ev.filter(pl.col("lock_held_s").is_not_null())
+    c = c.join(inside, on="trace_id", how="left").join(lk, on="trace_id", how="left")
+    c = c.with_columns(pl.col("n_calls").fill_null(0), pl.col("calls_s").fill_null(0.0),
+                       pl.col("lock_s").fill_null(0.0), pl.col("n_locks").fill_null(0))
+    ns = 1e9
+    api_s, api_e = pl.col("nova-api_s"), pl.col("nova-api_e")
+    cd_s = pl.col("nova-conductor_s")
+    sc_s, sc_e = pl.col("nova-scheduler_s"), pl.col("nova-scheduler_e")
+    cp_s = pl.col("nova-compute_s")
+    d = c.select(
+        "trace_id", "nova-api_s", "nova-api_e", "nova-conductor_s", "nova-scheduler_s",
+        "nova-scheduler_e", "nova-compute_s", "b_s", "b_e", "nova-compute_host", "n_calls", "n_locks",
+        api=(api_e - api_s) / ns, to_conductor=(cd_s - api_e) / ns,
+        conductor=(sc_s - cd_s) / ns, scheduler=(sc_e - sc_s) / ns,
+        to_compute=(cp_s - sc_e) / ns, compute_pre=(pl.col("b_s") - cp_s) / ns,
+        build=((pl.col("b_e") - pl.col("b_s")) / ns - pl.col("calls_s")
+               - pl.col("lock_s")).clip(lower_bound=0.0),
+        finish=(pl.col("end_ns") - pl.col("b_e")) / ns)
+    if load == "active":
+        lw = ev.filter(pl.col("lock_waited_s") > 0)
+        waits += [(t - int(w * 1e9), t) for t, w in lw.select("ts_ns", "lock_waited_s").rows()]
+        sw = d.filter(pl.col("b_s") > pl.col("nova-compute_s"))
+        waits += [(a, b) for a, b in sw.select("nova-compute_s", "b_s").rows()]
+    # builds that found a free build slot: fewer than 10 others building on the host
+    rows = d.filter(pl.col("b_s").is_not_null()).select(
+        "trace_id", "nova-compute_host", "nova-compute_s", "b_e").rows()
+    free = set()
+    for tid, host, t, _ in rows:
+        busy = sum(1 for _, h2, s2, e2 in rows if h2 == host and s2 < t < e2)
+        if busy < 10:
+            free.add(tid)
+    for stage, t0 in (("api", "nova-api_s"), ("to_conductor", "nova-api_e"),
+                      ("conductor", "nova-conductor_s"), ("scheduler", "nova-scheduler_s"),
+                      ("to_compute", "nova-scheduler_e"), ("build", "b_s"), ("finish", "b_e")):
+        x = d.filter(pl.col(stage).is_not_null() & (pl.col(stage) >= 0))
+        add(stage, x[t0], x[stage])
+    x = d.filter(pl.col("trace_id").is_in(list(free)) & pl.col("compute_pre").is_not_null())
+    add("compute_pre", x["nova-compute_s"], x["compute_pre"])
+    add("conductor_call", calls["start_ns"], (calls["end_ns"] - calls["start_ns"]) / ns)
+    add("lock_held", held["ts_ns"] - (held["lock_held_s"] * ns).cast(pl.Int64),
+        held["lock_held_s"])
+    # delete path
+    dl = deletes.select("trace_id", "start_ns", "end_ns", "dur_s")
+    for svc, op in (("nova-api", "DELETE"), ("nova-compute", None)):
+        dl = dl.join(_first(spans.filter(pl.col("trace_id").is_in(dl["trace_id"].implode())),
+                            svc, op), on="trace_id", how="left")
+    for p in ("teardown", "resource_cleanup"):
+        dl = dl.join(ph.filter(pl.col("phase") == p).select(
+            "trace_id", pl.col("dur_s").alias(p)), on="trace_id", how="left")
+    dl = dl.join(lk, on="trace_id", how="left").with_columns(
+        pl.col("lock_s").fill_null(0.0), pl.col("n_locks").fill_null(0))
+    dl = dl.with_columns(
+        delete_api=(pl.col("nova-api_e") - pl.col("nova-api_s")) / ns,
+        delete_to_compute=(pl.col("nova-compute_s") - pl.col("nova-api_e")) / ns,
+        teardown=pl.col("teardown").fill_null(0.0),
+        cleanup=(pl.col("resource_cleanup").fill_null(0.0) - pl.col("lock_s"))
+        .clip(lower_bound=0.0))
+    dl = dl.with_columns(delete_rest=pl.col("dur_s") - pl.col("delete_api").fill_null(0.0)
+                         - pl.col("delete_to_compute").fill_null(0.0) - pl.col("teardown")
+                         - pl.col("resource_cleanup").fill_null(0.0))
+    for stage in ("delete_api", "delete_to_compute", "teardown", "cleanup", "delete_rest"):
+        x = dl.filter(pl.col(stage).is_not_null())
+        add(stage, x["start_ns"], x[stage].clip(lower_bound=0.0))
+    bd = store.read("breakdown").join(
+        creates.select("trace_id", "dur_s"), on="trace_id")
+    comp = bd.group_by("component").agg(pl.col("dur_s").median().alias("p50_s"))
+    sched_bd = bd.filter(pl.col("component").is_in(["nova-scheduler", "placement-api"]))
+    share = sched_bd.group_by("trace_id").agg(
+        (pl.col("dur_s").filter(pl.col("component") == "placement-api").sum()
+         / pl.col("dur_s").sum()).alias("share"))["share"].drop_nans().drop_nulls()
+    dur = creates["dur_s"]
+    window_s = (max(ends) - min(starts)) / 1e9
+    return {
+        "samples": out,
+        "n_calls": d.filter(pl.col("b_s").is_not_null())["n_calls"].to_list(),
+        "placement_share": share.to_list(),
+        "n_locks_build": d.filter(pl.col("b_s").is_not_null())["n_locks"].to_list(),
+        "n_locks_delete": dl["n_locks"].to_list(),
+        "measured": {
+            "creates": creates.height,
+            "create_p50_s": float(dur.quantile(0.5, "linear") or 0.0),
+            "create_p95_s": float(dur.quantile(0.95, "linear") or 0.0),
+            "delete_p50_s": float(deletes["dur_s"].quantile(0.5, "linear") or 0.0)
+            if deletes.height else None,
+            "throughput_per_min": creates.height / window_s * 60 if window_s > 0 else None,
+            "component_p50_s": {r[0]: r[1] for r in comp.sort("component").rows()},
+            "hosts": dict(sorted(d.group_by("nova-compute_host").len().rows(),
+                                 key=lambda r: str(r[0]))),
+        },
+    }
+
+
+def run_settings(store: RunStore) -> dict[str, Any]:
+    """Storm settings of a run folder: ``computes``, ``concurrency``, ``servers`` (boots
+    traced), ``poll_interval_s``, from the manifest's ``run`` section (scenario and plan) or,
+    for a forecast, its ``forecast`` section; ``computes`` falls back to the hosts that ran
+    nova-compute spans. Missing values are left out."""
+    man = store.manifest()
+    run = man.get("run") or {}
+    bs = ((run.get("scenario") or {}).get("workload") or {}).get("boot_servers") or {}
+    plan = run.get("plan") or {}
+    fk = (man.get("forecast") or {}).get("knobs") or {}
+    out: dict[str, Any] = {}
+    for key, v in (("computes", bs.get("computes") or fk.get("computes")),
+                   ("concurrency", plan.get("concurrency") or fk.get("concurrency")),
+                   ("poll_interval_s", plan.get("poll_interval_s") or fk.get("poll_interval_s"))):
+        if v is not None:
+            out[key] = v
+    tr = store.read("traces")
+    out["servers"] = int((tr["operation"] == "server.create").sum())
+    if "computes" not in out:
+        sp = store.read("spans")
+        out["computes"] = sp.filter(pl.col("service") == "nova-compute")["host"].n_unique()
+    return out
+
+
+def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = None,
+              knobs: dict[str, Any] | None = None, load: str = "client") -> Calibration:
+    """Fit a :class:`Calibration` to traced run folders (each must hold ``traces``, ``spans``,
+    ``phases``, ``breakdown``, ``events``). Knobs default to what the runs' manifests say
+    (computes, concurrency, servers). Raises :class:`~stacklens.errors.UserError` when a
+    folder is not a traced run or has no successful boots."""
+    if not runs:
+        raise UserError("calibrate needs at least one run folder")
+    samples: dict[str, list[tuple[float, float]]] = {s: [] for s in STAGES}
+    n_calls: list[int] = []
+    shares: list[float] = []
+    nlb: list[int] = []
+    nld: list[int] = []
+    measured = []
+    kn: dict[str, Any] = {}
+    for r in runs:
+        store = RunStore(r)
+        if not store.has("traces"):
+            raise UserError(f"{r}: not a traced run folder (no traces table)")
+        got = _run_samples(store, load)
+        for k, v in got["samples"].items():
+            samples[k].extend(v)
+        n_calls += got["n_calls"]
+        shares += got["placement_share"]
+        nlb += got["n_locks_build"]
+        nld += got["n_locks_delete"]
+        measured.append({"run": str(r), **got["measured"]})
+        for key, v in run_settings(store).items():
+            kn.setdefault(key, v)
+    stages = {}
+    for s in STAGES:
+        pts = samples[s]
+        stages[s] = fit([p[0] for p in pts], [p[1] for p in pts]) if pts \
+            else LoadDist.constant(0.0)
+    prov = {"created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "runs": [str(r) for r in runs], **(provenance or {})}
+    return Calibration(
+        stages=stages,
+        conductor_calls=int(statistics.median(n_calls)) if n_calls else 0,
+        placement_share=float(statistics.median(shares)) if shares else 0.0,
+        locks_per_build=int(statistics.median(nlb)) if nlb else 1,
+        locks_per_delete=int(statistics.median(nld)) if nld else 1,
+        knobs={**kn, **(knobs or {})}, measured={"runs": measured}, provenance=prov,
+        load=load)

@@ -1,0 +1,138 @@
+"""Empirical service-time distributions with their dependence on load.
+
+A :class:`LoadDist` holds, for one model stage (e.g. the nova-scheduler's part of one boot),
+the quantiles of the measured times in a few bins of *load* (boots in flight on the server side
+when the stage started), and a straight line ``t = a + b * load`` fitted over every sample, used
+only beyond the highest calibrated load (capped by the knob ``max_slowdown``). Sampling is
+inverse-transform: a uniform ``u`` in [0, 1) is read off the bin's quantile curve, linearly
+interpolated, so the model reproduces the measured spread, not only the median.
+
+Why bins and a line: on the lab (2 cores for every service) a stage's time grows with the work
+in flight because the processes share the CPU; on a real cloud the same shape comes from shared
+databases and brokers. The bins keep the measured shape where it was measured; the line is the
+simplest extrapolation that keeps its direction.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["LoadDist", "N_QUANTILES", "fit"]
+
+#: Quantile points kept per bin: 0, 5, ..., 100 %.
+N_QUANTILES = 21
+
+
+def _quantiles(xs: list[float]) -> list[float]:
+    s = sorted(xs)
+    n = len(s)
+    out = []
+    for i in range(N_QUANTILES):
+        pos = (n - 1) * i / (N_QUANTILES - 1)
+        lo = int(math.floor(pos))
+        hi = min(lo + 1, n - 1)
+        out.append(s[lo] + (s[hi] - s[lo]) * (pos - lo))
+    return out
+
+
+@dataclass(frozen=True)
+class LoadDist:
+    """Quantiles of one stage's time (seconds) per load bin.
+
+    ``edges`` are the upper load bounds of all bins but the last (ascending); ``qs[i]`` the
+    :data:`N_QUANTILES` quantiles of bin ``i``; ``loads[i]`` the bin's mean load; ``n[i]`` its
+    sample count; ``a``, ``b`` the fitted line (seconds, seconds per boot in flight)."""
+
+    edges: tuple[float, ...]
+    qs: tuple[tuple[float, ...], ...]
+    loads: tuple[float, ...]
+    n: tuple[int, ...]
+    a: float
+    b: float
+
+    def bin_of(self, load: float) -> int:
+        """Index of the bin that holds ``load``."""
+        for i, e in enumerate(self.edges):
+            if load <= e:
+                return i
+        return len(self.edges)
+
+    def sample(self, u: float, load: float, max_slowdown: float = 8.0) -> float:
+        """The time (s) at quantile ``u`` in [0, 1) for ``load`` boots in flight."""
+        q = self.qs[self.bin_of(load)]
+        x = u * (N_QUANTILES - 1)
+        i = int(x)
+        if i >= N_QUANTILES - 1:
+            v = q[-1]
+        else:
+            v = q[i] + (q[i + 1] - q[i]) * (x - i)
+        top = self.loads[-1]
+        if load > top and self.b > 0:
+            ref = self.a + self.b * top
+            if ref > 0:
+                v *= min(max_slowdown, (self.a + self.b * load) / ref)
+        return v
+
+    def median(self, load: float) -> float:
+        """The median time (s) at ``load``."""
+        return self.sample(0.5, load)
+
+    def low_median(self) -> float:
+        """The median of the lowest-load bin: the stage's demand on an idle cloud (s)."""
+        return self.qs[0][N_QUANTILES // 2]
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form (rounded to microseconds)."""
+        return {"edges": list(self.edges), "loads": [round(x, 3) for x in self.loads],
+                "n": list(self.n), "a": round(self.a, 6), "b": round(self.b, 6),
+                "qs": [[round(v, 6) for v in q] for q in self.qs]}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> LoadDist:
+        """Read :meth:`to_json`'s form. Raises ``KeyError``/``ValueError`` on a bad document."""
+        qs = tuple(tuple(float(v) for v in q) for q in d["qs"])
+        if not qs or any(len(q) != N_QUANTILES for q in qs):
+            raise ValueError(f"each bin needs {N_QUANTILES} quantiles")
+        return LoadDist(edges=tuple(float(e) for e in d["edges"]), qs=qs,
+                        loads=tuple(float(x) for x in d["loads"]),
+                        n=tuple(int(x) for x in d["n"]), a=float(d["a"]), b=float(d["b"]))
+
+    @staticmethod
+    def constant(v: float) -> LoadDist:
+        """A stage that always takes ``v`` seconds (for stages absent from the runs)."""
+        return LoadDist(edges=(), qs=((v,) * N_QUANTILES,), loads=(0.0,), n=(0,), a=v, b=0.0)
+
+
+def fit(loads: list[float | None], times: list[float | None], max_bins: int = 4,
+        min_per_bin: int = 8) -> LoadDist:
+    """Fit a :class:`LoadDist` to paired samples (load, time in s). Bins are load quantiles
+    with at least ``min_per_bin`` samples each (fewer bins when there are few samples). Raises
+    ``ValueError`` when there are no samples."""
+    pairs = sorted((float(x), max(0.0, float(t))) for x, t in zip(loads, times, strict=True)
+                   if t is not None and x is not None and math.isfinite(t))
+    if not pairs:
+        raise ValueError("no samples")
+    nb = max(1, min(max_bins, len(pairs) // min_per_bin))
+    groups: list[list[tuple[float, float]]] = []
+    per = len(pairs) / nb
+    for i in range(nb):
+        g = pairs[int(round(i * per)):int(round((i + 1) * per))]
+        if groups and g and groups[-1][-1][0] == g[0][0]:  # a load value stays in one bin
+            same = [p for p in g if p[0] == g[0][0]]
+            groups[-1].extend(same)
+            g = g[len(same):]
+        if g:
+            groups.append(g)
+    edges = tuple(g[-1][0] for g in groups[:-1])
+    xs = [p[0] for p in pairs]
+    ys = [p[1] for p in pairs]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
+    b = max(0.0, b)  # a stage never gets faster with load beyond what was measured
+    a = my - b * mx
+    return LoadDist(edges=edges, qs=tuple(tuple(_quantiles([p[1] for p in g])) for g in groups),
+                    loads=tuple(sum(p[0] for p in g) / len(g) for g in groups),
+                    n=tuple(len(g) for g in groups), a=a, b=b)

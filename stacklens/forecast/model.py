@@ -1,0 +1,523 @@
+"""The boot-storm model: nova's boot and delete workflow as a SimPy discrete-event simulation.
+
+One simulated boot follows the path of the field notes (section 2) and of nova 2025.1's code:
+
+1. **client**: one of ``concurrency`` slots, held from the POST until the server is gone
+   (``stacklens run``'s driver, ``drive/driver.py``: delete ``when: each``); it sees ACTIVE and
+   DELETED at its next list poll (``poll_interval_s``).
+2. **nova-api** (``api`` stage) on one of ``api_workers`` x ``api_threads`` (the lab's
+   gunicorn sync workers serve one request each; the trace starts when a worker takes the
+   request), holding a DB connection of its process pool (``db_pool_size``, QueuePool error
+   after ``db_pool_timeout_s``; the scheduler holds one from its pool for its whole stage, as
+   the lab's 64-compute run that hit "QueuePool limit of size 10 overflow 20"). The quota
+   write may hit a deadlock (``db_deadlock_rate``, multi-writer Galera, field notes section 4):
+   oslo.db's ``wrap_db_retry`` retries it after 1, 2, 4... s (at most 10 s), up to
+   ``db_max_retries`` times, then the request fails with HTTP 500 ("This result object does not
+   return rows").
+3. RPC cast to **nova-conductor** (``to_conductor``), ``conductor`` stage on one of
+   ``conductor_workers``; RPC call ``select_destinations`` to **nova-scheduler**
+   (``scheduler`` stage on one of ``scheduler_workers``, plus ``scheduler_per_host_s`` per
+   compute: the filters and weighers walk every host), reply and cast to the compute
+   (``to_compute``).
+4. **placement decision with a stale view**: a host's row (``compute_nodes``) counts the
+   instances its resource tracker has claimed; it is rewritten at each claim and each delete,
+   so it does not count the builds still queued at the host (semaphore, ``compute_resources``
+   lock). With ``view_memory`` (nova's ``HostState.consume_from_request`` with
+   ``set_update_time_on_success``: ``nova/scheduler/host_manager.py``) each scheduler worker
+   also counts its own picks until the host's row is rewritten, so each worker misses the
+   others' picks; without it (what the 2025.1 lab showed: every boot of the first 10 s of a
+   burst went to one host) every worker sees only the rows.
+   The weigher prefers the emptiest host in the view and, with equal weights, the first one in
+   host order (``shuffle_best_same_weighed_hosts=False``), then picks at random among the best
+   ``host_subset_size``. This is the stale-view effect of the lab notes (67 of 100 servers on
+   one of 8 hosts with default settings) and of the public studies (more scheduler workers,
+   more retries from stale views).
+5. **nova-compute** of the chosen host: ``compute_pre``, then the build semaphore
+   (``max_concurrent_builds``), the claim under the host's ``compute_resources`` lock
+   (``locks_per_build`` holds of ``lock_held``); a claim beyond ``host_capacity`` (or a build
+   failure, ``build_failure_rate``) is rescheduled through the conductor and scheduler, up to
+   ``max_attempts`` attempts in all (then the boot fails: "Exceeded maximum number of retries").
+   The build's own work (``build``) is interleaved with ``conductor_calls`` RPC calls to the
+   conductor (object saves, each on a conductor worker: ``conductor_call``). ACTIVE at the end.
+6. **delete**: nova-api (``delete_api``), cast to the compute, ``teardown``, then the
+   resource cleanup under the ``compute_resources`` lock (``locks_per_delete`` holds plus
+   ``cleanup``), ``delete_rest``; the host's row is rewritten (views refresh).
+
+Each stage's time is drawn from its calibrated distribution at the current load (the client's
+slots in use, or the server's boots in flight: the calibration's ``load``), see
+:mod:`stacklens.forecast.dist`. A process (API, conductor,
+scheduler worker) is a single-CPU server: it is held for the stage's idle-cloud demand (the
+median of the lowest calibrated load bin) and released for the rest of the stage, which is the
+load-dependent waiting the calibration measured (shared CPU, database, broker). So worker counts
+matter only when the processes themselves saturate, as in the seeds' large storms.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+
+from stacklens.forecast.calibrate import Calibration
+from stacklens.forecast.dist import LoadDist
+from stacklens.forecast.knobs import Knobs
+
+__all__ = ["BootRecord", "DeleteRecord", "SimResult", "simulate", "summary"]
+
+QUEUE_POOL_ERROR = "QueuePool limit of size 10 overflow 20 reached, connection timed out"
+DEADLOCK_ERROR = "This result object does not return rows. It has been closed automatically."
+RETRIES_ERROR = "Exceeded maximum number of retries. Exhausted all hosts available for " \
+                "retrying build failures"
+
+
+@dataclass
+class BootRecord:
+    """One simulated ``server.create``: times in seconds since the storm began.
+    ``stages`` maps a component (nova-api, ...) to its seconds; ``spans`` holds
+    (service, host, operation, start_s, end_s) of each span; ``phases`` (phase, start_s,
+    end_s) of nova-compute."""
+
+    i: int
+    submit_s: float = 0.0  # slot acquired, POST sent
+    start_s: float = 0.0  # nova-api starts the request (trace start)
+    end_s: float | None = None  # ACTIVE (trace end) or failure
+    accepted_s: float | None = None  # 202 (or 500) returned
+    seen_active_s: float | None = None  # client saw ACTIVE
+    outcome: str = "unknown"  # success, retried, failed
+    error: str | None = None
+    error_service: str | None = None
+    http_status: int = 202
+    retries: int = 0
+    host: int | None = None
+    stages: dict[str, float] = field(default_factory=dict)
+    spans: list[tuple[str, str, str, float, float]] = field(default_factory=list)
+    phases: list[tuple[str, float, float]] = field(default_factory=list)
+
+
+@dataclass
+class DeleteRecord:
+    """One simulated ``server.delete`` (times in seconds since the storm began)."""
+
+    i: int
+    host: int
+    start_s: float = 0.0
+    end_s: float = 0.0
+    gone_seen_s: float = 0.0
+    stages: dict[str, float] = field(default_factory=dict)
+    spans: list[tuple[str, str, str, float, float]] = field(default_factory=list)
+    phases: list[tuple[str, float, float]] = field(default_factory=list)
+
+
+@dataclass
+class SimResult:
+    """What one simulated storm produced: the records, the busiest resources (utilisation,
+    fraction of the storm's duration) and the hosts' final counts."""
+
+    knobs: Knobs
+    boots: list[BootRecord]
+    deletes: list[DeleteRecord]
+    duration_s: float
+    busy: dict[str, float]
+    placed: list[int]
+    events: int = 0
+
+
+class _Busy:
+    """Time-weighted busy counter of one resource kind (for 'which saturated first')."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.busy_s = 0.0
+
+    def add(self, dur_s: float) -> None:
+        self.busy_s += dur_s
+
+
+class _Cloud:
+    def __init__(self, env: simpy.Environment, cal: Calibration, k: Knobs):
+        self.env, self.cal, self.k = env, cal, k
+        self.rng = random.Random(k.seed)
+        n = k.computes
+        self.api = simpy.Resource(env, k.api_workers * k.api_threads)
+        self.api_db = simpy.Resource(env, k.api_workers * k.db_pool_size)
+        self.conductor = simpy.Resource(env, k.conductor_workers)
+        self.scheduler = simpy.Resource(env, k.scheduler_workers)
+        self.sched_db = simpy.Resource(env, k.scheduler_workers * k.db_pool_size)
+        self.slots = simpy.Resource(env, k.concurrency)
+        self.sem = [simpy.Resource(env, k.max_concurrent_builds) for _ in range(n)]
+        self.lock = [simpy.Resource(env, 1) for _ in range(n)]
+        self.used = [0] * n  # claimed instances (resource tracker)
+        self.n_full = 0  # hosts at host_capacity
+        self.row = [0] * n  # compute_nodes rows as last written
+        self.views = [[0] * n for _ in range(k.scheduler_workers)]
+        self.placed = [0] * n
+        self.in_flight = 0  # server side: creates started, not ended
+        self.client_in_flight = 0  # client slots held
+        self.load_index = cal.load
+        self.waiting = 0  # boots queued for a build slot or a compute_resources lock
+        self.sched_rr = 0
+        self.st: dict[str, LoadDist] = cal.stages
+        self.low = {s: d.low_median() for s, d in cal.stages.items()}
+        self.busy = {"nova-api": _Busy(k.api_workers * k.api_threads),
+                     "nova-conductor": _Busy(k.conductor_workers),
+                     "nova-scheduler": _Busy(k.scheduler_workers),
+                     "compute build slots": _Busy(k.max_concurrent_builds * n),
+                     "compute_resources lock": _Busy(n)}
+        self.boots: list[BootRecord] = []
+        self.deletes: list[DeleteRecord] = []
+
+    # -- helpers ----------------------------------------------------------------------------
+    def draw(self, stage: str) -> float:
+        if self.load_index == "client":
+            load = self.client_in_flight
+        elif self.load_index == "active":
+            load = max(0, self.client_in_flight - self.waiting)
+        else:
+            load = self.in_flight
+        return self.st[stage].sample(self.rng.random(), load, self.k.max_slowdown)
+
+    def work(self, res: simpy.Resource, name: str, stage: str, extra_cpu_s: float = 0.0):
+        """Hold one worker of ``res`` for the stage's idle demand, then wait the rest. Returns
+        the time spent waiting for the worker (an RPC message waiting in its queue: logged
+        by nobody, so 'between components' in a measured trace)."""
+        total = self.draw(stage) + extra_cpu_s
+        cpu = min(total, self.low[stage] + extra_cpu_s)
+        t0 = self.env.now
+        with res.request() as r:
+            yield r
+            wait = self.env.now - t0
+            yield self.env.timeout(cpu)
+        self.busy[name].add(cpu)
+        if total > cpu:
+            yield self.env.timeout(total - cpu)
+        return wait
+
+    def api_work(self, stage: str):
+        """Hold one API worker for the whole stage (a sync WSGI worker serves one request);
+        the trace starts when the worker takes the request (the access line's clock)."""
+        d = self.draw(stage)
+        with self.api.request() as r:
+            yield r
+            t0 = self.env.now
+            yield self.env.timeout(d)
+        self.busy["nova-api"].add(d)
+        return t0
+
+    def pick(self, w: int, exclude: set[int]) -> int:
+        """The scheduler worker ``w``'s choice of host (see module docstring, step 4): the
+        emptiest in its view, ties to the first in host order (or shuffled), at random among
+        the best ``host_subset_size``; full hosts (placement) and hosts tried are left out."""
+        k = self.k
+        v = self.views[w] if k.view_memory else self.row
+        cap = k.host_capacity
+        simple = k.host_subset_size <= 1 and not k.shuffle_best_same_weighed_hosts
+        hosts: Sequence[int] = range(k.computes)
+        if exclude or self.n_full:
+            hosts = [h for h in hosts if h not in exclude and self.used[h] < cap]
+        elif simple:  # the common case, at C speed: first host of the lowest count
+            h = v.index(min(v))
+            if k.view_memory:
+                self.views[w][h] += 1
+            return h
+        if simple:
+            h = min(hosts, key=v.__getitem__)
+        else:
+            best = heapq.nsmallest(max(1, k.host_subset_size), hosts, key=v.__getitem__)
+            if k.shuffle_best_same_weighed_hosts:
+                low = v[best[0]]
+                same = [x for x in hosts if v[x] == low]
+                if len(same) > 1:
+                    self.rng.shuffle(same)
+                    best = (same + [x for x in best if v[x] != low])[:len(best)]
+            h = best[self.rng.randrange(len(best))]
+        if k.view_memory:
+            self.views[w][h] += 1
+        return h
+
+    def claim_one(self, h: int) -> None:
+        self.used[h] += 1
+        if self.used[h] == self.k.host_capacity:
+            self.n_full += 1
+
+    def free_one(self, h: int) -> None:
+        if self.used[h] == self.k.host_capacity:
+            self.n_full -= 1
+        self.used[h] -= 1
+
+    def row_update(self, h: int) -> None:
+        """Host ``h``'s resource tracker rewrote its compute_nodes row: views refresh."""
+        u = self.used[h]
+        self.row[h] = u
+        for view in self.views:
+            view[h] = u
+
+    def lock_hold(self, h: int, n: int, on_held=None):
+        """``n`` holds of host ``h``'s compute_resources lock; ``on_held`` runs at the start of
+        the first (the claim decision); the row is rewritten at the end of it (the resource
+        tracker saves the compute node before it releases the lock)."""
+        for j in range(n):
+            with self.lock[h].request() as r:
+                self.waiting += 1
+                yield r
+                self.waiting -= 1
+                d = self.draw("lock_held")
+                if j == 0 and on_held is not None:
+                    on_held()
+                yield self.env.timeout(d)
+                if j == 0:
+                    self.row_update(h)
+                self.busy["compute_resources lock"].add(d)
+
+    # -- the workflow -------------------------------------------------------------------------
+    def boot(self, i: int):
+        env, k = self.env, self.k
+        rec = BootRecord(i=i)
+        self.boots.append(rec)
+        slot = self.slots.request()
+        yield slot
+        self.client_in_flight += 1
+        rec.submit_s = rec.start_s = env.now
+        ok = yield from self._api(rec)
+        rec.accepted_s = env.now
+        if ok:
+            ok = yield from self._schedule_and_build(rec)
+        self.in_flight -= 1
+        rec.end_s = env.now
+        if not ok:
+            rec.outcome = "failed"
+            self.client_in_flight -= 1
+            self.slots.release(slot)
+            return
+        rec.outcome = "retried" if rec.retries else "success"
+        yield env.timeout(self._to_poll(env.now))
+        rec.seen_active_s = env.now
+        if k.delete and rec.host is not None:
+            yield from self._delete(rec)
+        self.client_in_flight -= 1
+        self.slots.release(slot)
+
+    def _to_poll(self, t: float) -> float:
+        p = self.k.poll_interval_s
+        return (-t) % p if p > 0 else 0.0
+
+    def _api(self, rec: BootRecord):
+        """POST /v2.1/servers on a worker: a DB connection from the worker's pool (waited
+        for at most ``db_pool_timeout_s``), the stage, the quota write with deadlock retries."""
+        env, k = self.env, self.k
+        d = self.draw("api")
+        with self.api.request() as w:
+            yield w
+            rec.start_s = t0 = env.now
+            self.in_flight += 1  # load: boots the server side has started, not yet ended
+            db = self.api_db.request()
+            if not db.triggered:
+                got = yield db | env.timeout(k.db_pool_timeout_s)
+                if db not in got:
+                    db.cancel()
+                    rec.error, rec.error_service, rec.http_status = (
+                        QUEUE_POOL_ERROR, "nova-api", 500)
+            if rec.error is None:
+                try:
+                    yield env.timeout(d)
+                    for attempt in range(k.db_max_retries + 1):
+                        if k.db_deadlock_rate <= 0 or self.rng.random() >= k.db_deadlock_rate:
+                            break
+                        if attempt == k.db_max_retries:
+                            rec.error, rec.error_service, rec.http_status = (
+                                DEADLOCK_ERROR, "nova-api", 500)
+                            break
+                        yield env.timeout(min(10.0, k.db_retry_interval_s * 2 ** attempt))
+                finally:
+                    self.api_db.release(db)
+        self.busy["nova-api"].add(env.now - t0)
+        rec.stages["nova-api"] = env.now - t0
+        rec.spans.append(("nova-api", "simulated-controller", "POST /v2.1/servers", t0, env.now))
+        return rec.error is None
+
+    def _schedule_and_build(self, rec: BootRecord):
+        env, k, st = self.env, self.k, rec.stages
+        tried: set[int] = set()
+        hop = self.draw("to_conductor")
+        yield env.timeout(hop)
+        st["between components"] = st.get("between components", 0.0) + hop
+        while True:
+            t0 = env.now
+            q = yield from self.work(self.conductor, "nova-conductor", "conductor")
+            st["nova-conductor"] = st.get("nova-conductor", 0.0) + env.now - t0 - q
+            st["between components"] += q
+            t0 += q
+            t1 = env.now
+            w = self.sched_rr % k.scheduler_workers
+            self.sched_rr += 1
+            db = self.sched_db.request()
+            if not db.triggered:  # every greenthread of the process shares its pool
+                got = yield db | env.timeout(k.db_pool_timeout_s)
+                if db not in got:
+                    db.cancel()
+                    rec.error, rec.error_service = QUEUE_POOL_ERROR, "nova-scheduler"
+                    st["nova-scheduler"] = st.get("nova-scheduler", 0.0) + env.now - t1
+                    return False
+            try:
+                q = yield from self.work(self.scheduler, "nova-scheduler", "scheduler",
+                                         k.scheduler_per_host_s * k.computes)
+            finally:
+                self.sched_db.release(db)
+            st["between components"] += q
+            t1 += q
+            t2 = env.now
+            ps = self.cal.placement_share
+            st["nova-scheduler"] = st.get("nova-scheduler", 0.0) + (t2 - t1) * (1 - ps)
+            st["placement-api"] = st.get("placement-api", 0.0) + (t2 - t1) * ps
+            rec.spans.append(("nova-scheduler", "simulated-controller", "call scheduler", t1, t2))
+            if len(tried) >= k.computes or self.n_full >= k.computes or (
+                    self.n_full and all(self.used[h] >= k.host_capacity or h in tried
+                                        for h in range(k.computes))):
+                rec.error, rec.error_service = "No valid host was found.", "nova-scheduler"
+                rec.spans.append(("nova-conductor", "simulated-controller", "cast conductor",
+                                  t0, env.now))
+                return False
+            h = self.pick(w, tried)
+            hop = self.draw("to_compute")
+            yield env.timeout(hop)
+            st["between components"] += hop
+            rec.spans.append(("nova-conductor", "simulated-controller", "cast conductor",
+                              t0, env.now))
+            ok = yield from self._build(rec, h)
+            if ok:
+                rec.host = h
+                self.placed[h] += 1
+                return True
+            tried.add(h)
+            rec.retries += 1
+            if rec.retries >= k.max_attempts:
+                rec.error, rec.error_service = RETRIES_ERROR, "nova-conductor"
+                return False
+            hop = self.draw("to_conductor")
+            yield env.timeout(hop)
+            st["between components"] += hop
+
+    def _build(self, rec: BootRecord, h: int):
+        env, k, st, cal = self.env, self.k, rec.stages, self.cal
+        host = f"simulated-compute-{h + 1}"
+        t0 = env.now
+        yield env.timeout(self.draw("compute_pre"))
+        with self.sem[h].request() as slot:
+            self.waiting += 1
+            yield slot
+            self.waiting -= 1
+            tb = env.now
+            claimed = [True]
+
+            def claim() -> None:
+                if self.used[h] >= k.host_capacity or (
+                        k.build_failure_rate > 0 and self.rng.random() < k.build_failure_rate):
+                    claimed[0] = False
+                    return
+                self.claim_one(h)
+
+            yield from self.lock_hold(h, max(1, cal.locks_per_build), claim)
+            if not claimed[0]:
+                st["nova-compute"] = st.get("nova-compute", 0.0) + env.now - t0
+                rec.spans.append(("nova-compute", host, f"cast compute.{host}", t0, env.now))
+                self.busy["compute build slots"].add(env.now - tb)
+                return False
+            n = cal.conductor_calls
+            own = self.draw("build")
+            seg = own / (n + 1)
+            cond = 0.0
+            for _ in range(n):
+                yield env.timeout(seg)
+                c0 = env.now
+                yield from self.work(self.conductor, "nova-conductor", "conductor_call")
+                cond += env.now - c0
+            yield env.timeout(seg)
+            te = env.now
+            self.busy["compute build slots"].add(te - tb)
+        fin = self.draw("finish")
+        if fin:
+            yield env.timeout(fin)
+        st["nova-conductor"] = st.get("nova-conductor", 0.0) + cond
+        st["nova-compute"] = st.get("nova-compute", 0.0) + (env.now - t0) - cond
+        rec.spans.append(("nova-compute", host, f"cast compute.{host}", t0, env.now))
+        rec.phases.append(("build", tb, te))
+        return True
+
+    def _delete(self, rec: BootRecord):
+        env = self.env
+        h = rec.host if rec.host is not None else 0
+        d = DeleteRecord(i=rec.i, host=h, start_s=env.now)
+        self.deletes.append(d)
+        d.start_s = t0 = yield from self.api_work("delete_api")
+        d.stages["nova-api"] = env.now - t0
+        d.spans.append(("nova-api", "simulated-controller", "DELETE /v2.1/servers/{id}",
+                        t0, env.now))
+        hop = self.draw("delete_to_compute")
+        if hop:
+            yield env.timeout(hop)
+        d.stages["between components"] = hop
+        host = f"simulated-compute-{h + 1}"
+        t1 = env.now
+        yield env.timeout(self.draw("teardown"))
+        t2 = env.now
+        d.phases.append(("teardown", t1, t2))
+
+        def free() -> None:
+            self.free_one(h)
+
+        yield from self.lock_hold(h, max(1, self.cal.locks_per_delete), free)
+        yield env.timeout(self.draw("cleanup"))
+        d.phases.append(("resource_cleanup", t2, env.now))
+        d.stages["nova-compute"] = env.now - t1
+        d.spans.append(("nova-compute", host, f"cast compute.{host}", t1, env.now))
+        rest = self.draw("delete_rest")
+        if rest:
+            yield env.timeout(rest)
+            d.stages["between components"] += rest
+        d.end_s = env.now
+        yield env.timeout(self._to_poll(env.now))
+        d.gone_seen_s = env.now
+
+
+def simulate(cal: Calibration, knobs: Knobs) -> SimResult:
+    """Run one storm of ``knobs.servers`` boots in the model calibrated by ``cal``.
+
+    Deterministic for a given ``knobs.seed``. The run is bounded: every boot ends (ACTIVE and
+    deleted, or failed) because every wait in the model is finite."""
+    env = simpy.Environment()
+    cloud = _Cloud(env, cal, knobs)
+    for i in range(knobs.servers):
+        env.process(cloud.boot(i))
+    env.run()
+    dur = env.now or 1.0
+    busy = {name: b.busy_s / (b.capacity * dur) for name, b in cloud.busy.items()}
+    return SimResult(knobs=knobs, boots=cloud.boots, deletes=cloud.deletes, duration_s=env.now,
+                     busy=busy, placed=cloud.placed)
+
+
+def summary(res: SimResult) -> dict[str, Any]:
+    """Headline numbers of a simulated storm: create p50/p95 (s, server side, successful
+    boots), throughput (boots per minute, first start to last ACTIVE), outcome counts,
+    retries, boots per host (top 5) and resource utilisation."""
+    done = [b for b in res.boots if b.outcome in ("success", "retried") and b.end_s is not None]
+    durs = [b.end_s - b.start_s for b in done if b.end_s is not None]
+    qs = statistics.quantiles(durs, n=20, method="inclusive") if len(durs) > 1 else durs * 19
+    t0 = min((b.start_s for b in res.boots), default=0.0)
+    t1 = max((b.end_s or 0.0 for b in done), default=0.0)
+    return {
+        "boots": len(res.boots),
+        "success": sum(b.outcome == "success" for b in res.boots),
+        "retried": sum(b.outcome == "retried" for b in res.boots),
+        "failed": sum(b.outcome == "failed" for b in res.boots),
+        "retries": sum(b.retries for b in res.boots),
+        "create_p50_s": qs[9] if durs else None,
+        "create_p95_s": qs[18] if durs else None,
+        "throughput_per_min": len(done) / (t1 - t0) * 60 if t1 > t0 else None,
+        "duration_s": res.duration_s,
+        "top_hosts": sorted(res.placed, reverse=True)[:5],
+        "utilisation": {k: round(v, 3) for k, v in res.busy.items()},
+    }

@@ -1,0 +1,73 @@
+"""Predicted versus measured: a forecast's numbers beside a measured run's, with the error.
+
+:func:`measured_metrics` reads a traced run folder (measured or simulated) and returns the
+metrics compared: ``server.create`` p50 and p95 end-to-end (s), per-component p50 (s, from
+``breakdown``), and throughput (successful boots per minute from the first create's start to
+the last create's end). :func:`compare` puts two such dicts side by side with the relative error
+``(predicted - measured) / measured`` in percent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from stacklens.store import RunStore
+
+__all__ = ["COMPONENTS", "compare", "measured_metrics", "render"]
+
+#: Components compared (breakdown names, as measured runs have them).
+COMPONENTS = ("nova-api", "nova-conductor", "nova-scheduler", "placement-api", "nova-compute",
+              "between components")
+
+
+def measured_metrics(run: str | Path) -> dict[str, float | None]:
+    """Metrics of ``run`` (see module docstring); None where the run has no such data.
+    Raises :class:`~stacklens.errors.StoreError` when the folder has no traces."""
+    store = RunStore(run)
+    tr = store.read("traces").filter((pl.col("operation") == "server.create")
+                                     & pl.col("outcome").is_in(["success", "retried"]))
+    out: dict[str, float | None] = {}
+    if tr.height == 0:
+        return {"create_p50_s": None, "create_p95_s": None, "throughput_per_min": None}
+    d = tr["dur_s"]
+    out["create_p50_s"] = float(d.quantile(0.5, "linear") or 0.0)
+    out["create_p95_s"] = float(d.quantile(0.95, "linear") or 0.0)
+    t1 = tr["end_ns"].max()
+    t0 = tr["start_ns"].min()
+    win = (int(t1) - int(t0)) / 1e9 if isinstance(t1, int) and isinstance(t0, int) else 0.0
+    out["throughput_per_min"] = tr.height / win * 60 if win > 0 else None
+    bd = store.read("breakdown").join(tr.select("trace_id"), on="trace_id")
+    ids = tr.select("trace_id")
+    for c in COMPONENTS:
+        x = ids.join(bd.filter(pl.col("component") == c), on="trace_id", how="left")
+        out[f"{c} p50_s"] = float(x["dur_s"].fill_null(0.0).quantile(0.5, "linear") or 0.0)
+    return out
+
+
+def compare(pred: dict[str, Any], meas: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows ``{metric, predicted, measured, error_pct}`` for every metric in ``meas``;
+    ``error_pct`` is None when the measured value is 0 or missing."""
+    rows = []
+    for k, m in meas.items():
+        p = pred.get(k)
+        err = None
+        if p is not None and m:
+            err = (p - m) / m * 100.0
+        rows.append({"metric": k, "predicted": p, "measured": m, "error_pct": err})
+    return rows
+
+
+def render(rows: list[dict[str, Any]], target_pct: float = 15.0) -> str:
+    """A plain-text table of :func:`compare`'s rows, marking errors beyond ``target_pct``."""
+    def f(v: Any) -> str:
+        return "-" if v is None else f"{v:.2f}"
+    lines = [f"{'metric':<32}{'predicted':>11}{'measured':>11}{'error':>9}"]
+    for r in rows:
+        e = r["error_pct"]
+        mark = "" if e is None or abs(e) <= target_pct else "  > target"
+        lines.append(f"{r['metric']:<32}{f(r['predicted']):>11}{f(r['measured']):>11}"
+                     f"{('-' if e is None else f'{e:+.0f}%'):>9}{mark}")
+    return "\n".join(lines)

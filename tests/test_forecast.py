@@ -1,0 +1,136 @@
+"""stacklens forecast: the CLI end to end (subprocess), the run folder a forecast writes (the
+canonical tables that `report` reads unchanged, marked simulated), calibration round trip,
+validation table, and the empirical distributions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from stacklens.forecast.calibrate import calibrate, load_model
+from stacklens.forecast.dist import N_QUANTILES, LoadDist, fit
+from stacklens.forecast.run import shipped_model
+from stacklens.schema import TABLES
+from stacklens.store import RunStore
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "stacklens", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def sim_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("fc") / "run"
+    p = cli("forecast", "--computes", "4", "--servers", "24", "--concurrency", "12",
+            "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "simulated: 24 boots" in p.stdout
+    return out
+
+
+def test_forecast_writes_the_canonical_tables(sim_run: Path):
+    st = RunStore(sim_run)
+    for name in ("traces", "spans", "breakdown", "phases", "events", "flows",
+                 "ingest_stats", "quarantine", "clock_offsets"):
+        df = st.read(name)
+        assert dict(df.schema) == TABLES[name], name
+    tr = st.read("traces")
+    assert tr.filter(pl.col("operation") == "server.create").height == 24
+    assert tr.filter(pl.col("operation") == "server.delete").height == 24
+    assert tr["outcome_reason"].str.starts_with("simulated").all()
+    hosts = set(st.read("spans")["host"].unique().to_list())
+    assert hosts and all(h.startswith("simulated-") for h in hosts)
+    # breakdown rows of a trace sum to its end-to-end time
+    bd = st.read("breakdown").group_by("trace_id").agg(pl.col("dur_s").sum().alias("sum_s"))
+    j = tr.join(bd, on="trace_id")
+    assert ((j["sum_s"] - j["dur_s"]).abs() < 1e-6).all()
+    man = json.loads((sim_run / "manifest.json").read_text())
+    assert man["forecast"]["simulated"] is True
+    assert man["forecast"]["knobs"]["computes"] == 4
+    assert man["inputs"][0].startswith("simulated")
+
+
+def test_report_works_on_a_forecast_unchanged(sim_run: Path):
+    p = cli("report", str(sim_run), "--json")
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)
+    assert rep["summary"]["traces"] == 48
+    ops = {o["operation"]: o for o in rep["operations"]}
+    assert ops["server.create"]["count"] == 24
+    assert {c["component"] for c in rep["components"]} >= {"nova-api", "nova-compute"}
+    assert (sim_run / "report.html").exists()
+
+
+def test_calibrate_round_trip_and_validate(sim_run: Path, tmp_path: Path):
+    model = tmp_path / "m.json"
+    p = cli("forecast", "calibrate", str(sim_run), "-o", str(model), "--provenance", "lab=test")
+    assert p.returncode == 0, p.stderr
+    cal = load_model(model)
+    assert cal.provenance["lab"] == "test"
+    assert cal.knobs["computes"] == 4 and cal.knobs["servers"] == 24
+    p = cli("forecast", "validate", str(model), str(sim_run), "--seeds", "2")
+    assert p.returncode == 0, p.stderr
+    assert "create_p50_s" in p.stdout and "predicted" in p.stdout
+
+
+def test_calibrate_in_process_matches_shipped_shape(sim_run: Path):
+    cal = calibrate([sim_run])
+    shipped = load_model(shipped_model())
+    assert set(cal.stages) == set(shipped.stages)
+    assert shipped.provenance["release"].startswith("OpenStack 2025.1")
+    assert shipped.knobs["computes"] == 4 and shipped.knobs["concurrency"] == 20
+
+
+def test_user_errors_are_one_line(tmp_path: Path, sim_run: Path):
+    p = cli("forecast", "--set", "no_such_knob=1")
+    assert p.returncode == 1 and "unknown knob" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    p = cli("forecast", "--out", str(sim_run))
+    assert p.returncode == 1 and "--force" in p.stderr
+    p = cli("forecast", str(tmp_path / "missing.json"))
+    assert p.returncode == 1 and "cannot read calibration model" in p.stderr
+    p = cli("forecast", "--set", "db_deadlock_rate=2")
+    assert p.returncode == 1 and "rate" in p.stderr
+
+
+def test_knobs_listed():
+    p = cli("forecast", "knobs")
+    assert p.returncode == 0
+    assert "host_subset_size" in p.stdout and "max_concurrent_builds" in p.stdout
+
+
+def test_dist_sampling_is_monotone_and_extrapolates():
+    loads = [float(i % 20) for i in range(80)]
+    times = [1.0 + 0.1 * x + (i % 7) * 0.01 for i, x in enumerate(loads)]
+    d = fit(loads, times)
+    assert all(len(q) == N_QUANTILES for q in d.qs)
+    us = [i / 50 for i in range(50)]
+    for load in (0.0, 10.0, 19.0):
+        vals = [d.sample(u, load) for u in us]
+        assert vals == sorted(vals)
+    assert d.median(15.0) > d.median(2.0)
+    assert d.sample(0.5, 60.0) > d.sample(0.5, 19.0)  # beyond the data: the fitted line
+    assert d.sample(0.5, 1e9, max_slowdown=3.0) <= 3.0 * d.sample(0.5, 19.0) + 1e-9
+    assert LoadDist.from_json(d.to_json()).median(5.0) == pytest.approx(d.median(5.0), abs=1e-5)
+
+
+def test_fit_needs_samples():
+    with pytest.raises(ValueError):
+        fit([], [])
+
+
+def test_attribution_scales_components_and_keeps_sums(sim_run: Path):
+    from stacklens.forecast.attribution import fit_attribution
+
+    cal = fit_attribution(calibrate([sim_run]), [sim_run], seeds=2)
+    assert set(cal.attribution) <= {"nova-api", "nova-conductor", "nova-scheduler",
+                                     "placement-api", "nova-compute", "between components"}
+    assert all(0.2 <= f <= 5.0 for f in cal.attribution.values())
+    shipped = load_model(shipped_model())
+    assert shipped.attribution  # fitted on the lab runs the model was calibrated on
