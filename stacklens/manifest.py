@@ -73,6 +73,8 @@ class IngestSection(_Section):
     tz_offset_s: int = 0  # --tz-offset
     tz: list[str] = Field(default_factory=list)  # --tz entries
     window_ns: tuple[int, int] | None = None  # run window kept, ns since epoch UTC
+    # the native tokenizer (stacklens_native) was on; formats it does not cover still ran on Polars
+    native: bool = False
 
 
 class TraceSection(_Section):

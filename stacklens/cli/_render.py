@@ -84,10 +84,11 @@ def stage_progress(quiet: bool) -> Iterator[OnProgress]:
 
 
 def print_ingest(s: IngestSection) -> None:
-    """One stderr line: files, lines, records, quarantined, wall time."""
+    """One stderr line: files, lines, records, quarantined, wall time, whether the native
+    tokenizer ran (``native: true``; ``false`` means the slower Polars path)."""
     err.print(f"ingest: {s.files_read} files ({s.files_skipped} skipped), {s.lines:,} lines,"
               f" {s.records:,} records, {s.quarantined} lines quarantined,"
-              f" {s.wall_s or 0:.1f} s")
+              f" {s.wall_s or 0:.1f} s, native: {str(s.native).lower()}")
 
 
 def print_trace(s: TraceSection) -> None:
