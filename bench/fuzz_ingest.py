@@ -189,7 +189,7 @@ try:
         acc.setdefault(f, {})["_events"] = n
     for f, n in res.quarantine.group_by("file").len().iter_rows():
         acc.setdefault(f, {})["_quarantine"] = n
-    out = {"ok": True, "native": tokenize._native_wanted(), "acc": acc,
+    out = {"ok": True, "native": tokenize.native_wanted(), "acc": acc,
            "events": res.events.height, "quarantine": res.quarantine.height}
     if len(sys.argv) > 2:  # --analyze: trace, analyze and report too, into a scratch run folder
         stage = "trace"

@@ -256,7 +256,7 @@ def native_used(native: bool | None) -> bool:
     """Whether the children run the native tokenizer (installed and not switched off)."""
     if native is False:
         return False
-    code = "import stacklens.ingest.tokenize as t; print(t._native_wanted())"
+    code = "import stacklens.ingest.tokenize as t; print(t.native_wanted())"
     out = subprocess.run(
         [sys.executable, "-c", code], env=child_env(native), capture_output=True, text=True
     )

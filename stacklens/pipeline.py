@@ -27,7 +27,7 @@ from stacklens.analyze.build import build_report
 from stacklens.analyze.mining import mine_store
 from stacklens.ingest.names import NameMap
 from stacklens.ingest.pipeline import ingest
-from stacklens.ingest.tokenize import _native_wanted
+from stacklens.ingest.tokenize import native_wanted
 from stacklens.manifest import IngestSection, ReportSection, TraceSection
 from stacklens.report.html import render_html
 from stacklens.report.json_out import render_json
@@ -103,7 +103,7 @@ def ingest_step(store: RunStore, paths: Sequence[str], opts: IngestOptions | Non
         wall_s=round(res.wall_s, 3),
         lines_per_s=round(res.lines / res.wall_s) if res.wall_s else None,
         timezone_assumption=res.timezone_summary, tz_offset_s=opts.tz_offset_s,
-        tz=list(opts.tz), window_ns=opts.window_ns, native=_native_wanted(),
+        tz=list(opts.tz), window_ns=opts.window_ns, native=native_wanted(),
     )
     store.write_section("ingest", section, inputs=res.inputs)
     return section

@@ -4,7 +4,7 @@ frame on every real log under ``shared/data/oslo-logs`` and on generated input (
 every format with their edge cases, garbage, CRLF, NUL and other control bytes, invalid UTF-8,
 long lines, several files per batch, batches cut into many small native tasks).
 
-Skipped as a whole when the extension is not built (``pip install ./native``, see
+Skipped as a whole when the extension is not built (``pip install .``, see
 ``native/README.md``), except under ``STACKLENS_REQUIRE_NATIVE=1`` (CI), where that is an error.
 """
 
@@ -24,7 +24,7 @@ if os.environ.get("STACKLENS_REQUIRE_NATIVE") == "1":  # CI: a missing extension
     import stacklens_native  # noqa: F401
 else:
     pytest.importorskip(
-        "stacklens_native", reason="stacklens_native is not built (pip install ./native)"
+        "stacklens_native", reason="stacklens_native is not built (pip install .)"
     )
 
 from conftest import DATA, need  # noqa: E402
@@ -290,9 +290,9 @@ def test_empty_batches():
 def test_env_switch(monkeypatch):
     """STACKLENS_NATIVE=0 forces the Polars path; unset, the native one runs."""
     monkeypatch.setenv("STACKLENS_NATIVE", "0")
-    assert not tok._native_wanted()
+    assert not tok.native_wanted()
     monkeypatch.delenv("STACKLENS_NATIVE")
-    assert tok._native_wanted() and tok.native_available()
+    assert tok.native_wanted() and tok.native_available()
     # the result types agree with the schema whichever path runs
     data = "".join(random.Random(1).choice(string.ascii_letters) for _ in range(10)).encode()
     res = tokenize_batch(chunks_of([b"2016-06-28 13:56:12 1 INFO a [-] m\n" + data]), FMT["oslo"])

@@ -69,6 +69,7 @@ __all__ = [
     "MAX_LINE_CHARS",
     "TokenizeResult",
     "native_available",
+    "native_wanted",
     "tokenize",
     "tokenize_batch",
 ]
@@ -182,7 +183,10 @@ def native_available() -> bool:
     return _native is not None
 
 
-def _native_wanted() -> bool:
+def native_wanted() -> bool:
+    """True when ingest will use the native tokenizer: ``stacklens_native`` is importable and
+    ``STACKLENS_NATIVE`` is not ``0`` (files of formats marked ``native=False`` still take the
+    Polars path)."""
     return _native is not None and os.environ.get("STACKLENS_NATIVE", "1").strip() != "0"
 
 
@@ -199,7 +203,7 @@ def tokenize_batch(
     not ``0``); both paths give the same tables.
     """
     if native is None:
-        native = _native_wanted()
+        native = native_wanted()
     if native:
         if _native is None:
             raise RuntimeError("stacklens_native is not installed (see native/README.md)")
