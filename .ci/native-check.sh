@@ -15,11 +15,11 @@ try:
 except ImportError as e:
     sys.exit(f"native-check: stacklens_native is not installed ({e}); pip install . builds it "
              "(needs cargo, Rust >= 1.85)")
-from stacklens.ingest.tokenize import _native_wanted, native_available
+from stacklens.ingest.tokenize import native_wanted, native_available
 
 print(f"native-check: stacklens_native {stacklens_native.__version__} from "
       f"{stacklens_native.__file__}", file=sys.stderr)
-if not (native_available() and _native_wanted()):
+if not (native_available() and native_wanted()):
     sys.exit("native-check: stacklens does not use the native tokenizer (STACKLENS_NATIVE=0?)")
 print("native-check: native: true", file=sys.stderr)
 PYEOF
