@@ -69,7 +69,7 @@ def run(
     say(f"{res.ran} point repeats run, {res.skipped} done before, {res.failed} not ok")
     rep = finish(out, res.runs, plan_limits(plan), meta={"command": "run", "plan": plan.name,
                                               "plan_file": str(plan_file)}, base=out,
-                 probes=res.probes)
+                 probes=res.probes, app=res.app)
     _show(rep, as_json, out, with_html)
 
 

@@ -1,0 +1,135 @@
+"""The application workload with a real PostgreSQL and real pgbench: the server in one network
+namespace (its own data folder, listening only on that namespace's TEST-NET address), pgbench
+clients in two others started together; TPS/TPM per second next to /proc samples of every
+target; a point against a closed port kept with its reason; a re-run skips finished points.
+Namespace tests need root, ip, postgresql and pgbench (skip with the reason)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import polars as pl
+import pytest
+
+from stacklens.sweep import finish, parse_plan, run_sweep
+from stacklens.sweep.app import parse_pgbench, parse_samples, rates
+from stacklens.sweep.app_run import APP_JOURNAL
+from stacklens.sweep.netlab import NetLab, netlab_unavailable
+from stacklens.sweep.pg import PgServer, pg_unavailable
+
+OUT = """\
+number of transactions actually processed: 4434
+number of failed transactions: 0 (0.000%)
+latency average = 0.901 ms
+tps = 2216.520123 (without initial connection time)
+"""
+ERR = """\
+SL_START 1795500000000000000
+progress: 1.0 s, 2295.4 tps, lat 0.866 ms stddev 0.533, 0 failed
+progress: 2.0 s, 2132.9 tps, lat 0.935 ms stddev 0.677, 0 failed
+"""
+SAMPLES = """\
+S 1000000000
+cpu  100 0 100 700 100 0 0 0 0 0
+D 1000 2000
+  eth0: 1000 10 0 0 0 0 0 0 500 5 0 0 0 0 0 0
+    lo: 999 1 0 0 0 0 0 0 999 1 0 0 0 0 0 0
+S 3000000000
+cpu  200 0 200 1300 100 0 0 0 0 0
+D 5096 2000
+  eth0: 251000 10 0 0 0 0 0 0 125500 5 0 0 0 0 0 0
+    lo: 5000 1 0 0 0 0 0 0 5000 1 0 0 0 0 0 0
+"""
+
+
+def test_pgbench_output_and_samples_table():
+    r = parse_pgbench(OUT, ERR)
+    assert r.tps == pytest.approx(2216.520123) and r.tpm == pytest.approx(2216.520123 * 60)
+    assert (r.xacts, r.failed, r.lat_mean_ms) == (4434, 0, 0.901)
+    assert r.series == ((1.0, 2295.4, 0.866), (2.0, 2132.9, 0.935))
+    assert parse_pgbench("", "connection refused").error == "no tps in pgbench output"
+    s = parse_samples(SAMPLES)
+    assert len(s) == 2
+    (row,) = rates(s, 1_000_000_000)
+    # 2 s: cpu busy 200 of 800 ticks; 4096 sectors read = 2 MiB; eth0 250000 B in, 125000 out
+    assert row["t_s"] == 2.0 and row["cpu_pct"] == pytest.approx(25.0)
+    assert row["disk_read_mib_s"] == pytest.approx(1.0) and row["disk_write_mib_s"] == 0
+    assert row["net_rx_mbit_s"] == pytest.approx(1.0) and row["net_tx_mbit_s"] == 0.5
+
+
+WHY = netlab_unavailable() or pg_unavailable()
+
+
+@pytest.fixture(scope="module")
+def lab():
+    if WHY:
+        pytest.skip(WHY)
+    with NetLab(3) as lab, PgServer(lab.addresses[0], lab.hosts[0]) as pg:
+        yield lab, pg
+
+
+def _plan(lab: NetLab, port: int, name: str = "pg") -> str:
+    t = "\n".join(f"  - {{name: h{i}, netns: {ns}, address: {a}}}"
+                  for i, (ns, a) in enumerate(zip(lab.hosts, lab.addresses, strict=True)))
+    return f"""name: {name}
+lead_s: 0.5
+targets:
+{t}
+pgbench:
+  server: h0
+  clients: [h1, h2]
+  vms: [1, 2]
+  connections: [2]
+  time_s: 2
+  scale: 1
+  port: {port}
+  repeats: 2
+"""
+
+
+def test_pgbench_sweep_between_namespaces(lab, tmp_path):
+    netlab, pg = lab
+    plan = parse_plan(_plan(netlab, pg.port))
+    out = tmp_path / "s"
+    res = asyncio.run(run_sweep(plan, out))
+    assert len(res.app) == 4
+    rep = finish(out, res.runs, meta={}, base=out, probes=res.probes, app=res.app)
+    app = pl.read_parquet(out / "tables" / "sweep_app.parquet")
+    assert app.height == 6 and set(app["status"]) == {"ok"}, app["reason"].to_list()
+    assert (app["tps"] > 50).all() and (app["tpm"] == app["tps"] * 60).all()
+    reps = pl.read_parquet(out / "tables" / "sweep_app_repeats.parquet")
+    two = reps.filter(pl.col("n_targets") == 2)
+    # the sum over the two clients, each read from its own raw file
+    for r in two.iter_rows(named=True):
+        mine = app.filter((pl.col("point") == r["point"]) & (pl.col("repeat") == r["repeat"]))
+        assert r["tps"] == pytest.approx(mine["tps"].sum()) and r["n_ok"] == 2
+    series = pl.read_parquet(out / "tables" / "sweep_app_series.parquet")
+    assert series.height >= 6 * 2 and (series["tps"] > 0).all()  # --progress=1, 2 s each
+    res_t = pl.read_parquet(out / "tables" / "sweep_resources.parquet")
+    assert set(res_t["target"]) == {"h0", "h1", "h2"}
+    assert (res_t["cpu_pct"].is_between(0, 100)).all()
+    # the server's namespace received the clients' queries: its eth0 saw traffic
+    srv = res_t.filter((pl.col("target") == "h0") & (pl.col("t_s") <= 2.0))
+    assert srv["net_rx_mbit_s"].max() > 0.1
+    assert [r["n_ok"] for r in rep["app"]] == [2, 2] and rep["app"][1]["tps"] > 0
+    # the barrier: both clients of a point started within 100 ms
+    for _, g in app.filter(pl.col("n_targets") == 2).group_by("point", "repeat"):
+        assert (g["start_ns"].max() - g["start_ns"].min()) / 1e6 < 100
+    # resumable: a re-run runs nothing and keeps the journal
+    lines = (out / APP_JOURNAL).read_text().splitlines()
+    again = asyncio.run(run_sweep(plan, out))
+    assert (out / APP_JOURNAL).read_text().splitlines() == lines and len(again.app) == 4
+
+
+def test_closed_port_is_kept_with_reason(lab, tmp_path):
+    netlab, pg = lab
+    text = _plan(netlab, pg.port + 1, "closed").replace("vms: [1, 2]", "vms: [1]").replace(
+        "repeats: 2", "repeats: 1")
+    out = tmp_path / "c"
+    res = asyncio.run(run_sweep(parse_plan(text), out))
+    rep = finish(out, res.runs, meta={}, base=out, probes=res.probes, app=res.app)
+    (row,) = [json.loads(x) for x in (out / APP_JOURNAL).read_text().splitlines()]
+    assert row["targets"][0]["status"] == "failed"
+    assert "pgbench -i failed" in row["targets"][0]["reason"]
+    assert rep["app"][0]["n_failed"] == 1 and rep["app_failed"][0]["reason"]
