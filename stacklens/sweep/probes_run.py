@@ -32,7 +32,8 @@ def probe_names(plan: Plan) -> set[str]:
     """The targets the plan's probes use."""
     if plan.probes is None:
         return set()
-    out = {n for p in [*plan.probes.latency, *plan.probes.jitter] for n in (p.src, p.dst)}
+    pairs = [(p.src, p.dst) for p in plan.probes.latency]
+    out = {n for pair in pairs + [(j.src, j.dst) for j in plan.probes.jitter] for n in pair}
     return out | {n for p in plan.probes.failover for n in (p.src, p.dst, p.target)}
 
 
