@@ -19,10 +19,10 @@ from stacklens.errors import InputNotFound, UserError
 from stacklens.store import RunStore
 from stacklens.sweep import RunOptions, finish, load_plan, run_sweep, scan
 from stacklens.sweep.foreign import DEFAULT_REPEAT_PATTERN
-from stacklens.sweep.tables import Limits
 from stacklens.sweep.output import plan_limits
 from stacklens.sweep.report import render
 from stacklens.sweep.runner import JOURNAL
+from stacklens.sweep.tables import Limits
 
 __all__ = ["sweep_app"]
 
