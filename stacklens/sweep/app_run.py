@@ -14,7 +14,6 @@ second) and ``sweep_resources`` (target x second).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import statistics
 import time
@@ -30,7 +29,7 @@ from stacklens.sweep.app import (
     rates,
     sampler_command,
 )
-from stacklens.sweep.plan import Plan
+from stacklens.sweep.plan import Plan, points
 from stacklens.sweep.targets import Opened, barrier_script, start_of
 
 __all__ = ["APP_JOURNAL", "app_names", "app_points", "app_tables", "app_summary", "read_app", "run_app"]
@@ -46,12 +45,10 @@ def app_names(plan: Plan) -> set[str]:
 
 
 def app_points(plan: Plan) -> list[tuple[str, int, int, int]]:
-    """``(key, repeat, clients, connections)`` of every pgbench point repeat, in run order."""
-    pg = plan.pgbench
-    if pg is None:
-        return []
-    return [(f"pgbench-c{c}-vms{v}", r, v, c)
-            for v, c in itertools.product(pg.vms, pg.connections) for r in range(pg.repeats)]
+    """``(key, repeat, clients, connections)`` of every pgbench point repeat, in run order
+    (the ``pgbench`` points of :func:`~stacklens.sweep.plan.points`)."""
+    return [(p.key, p.repeat, p.n_targets, p.connections or 1)
+            for p in points(plan) if p.tool == "pgbench"]
 
 
 def read_app(out: Path) -> dict[tuple[str, int], dict[str, Any]]:

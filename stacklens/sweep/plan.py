@@ -371,9 +371,10 @@ class Plan(_Model):
             raise ValueError("give fio:, iperf3:, pgbench:, probes: or several")
         if self.pgbench is not None:
             pg = self.pgbench
-            for n in (pg.server, *pg.clients):
-                if n not in names:
-                    raise ValueError(f"pgbench: unknown target {n!r}")
+            for key, ns in (("server", [pg.server]), ("clients", pg.clients)):
+                bad = [n for n in ns if n not in names]
+                if bad:
+                    raise ValueError(f"pgbench.{key}: unknown target {bad[0]!r}")
             srv = self.target(pg.server)
             if srv.netns and not srv.address:
                 raise ValueError(f"pgbench.server: {srv.name!r} (netns) needs an address")
@@ -416,9 +417,7 @@ class Plan(_Model):
             if max(self.iperf3.pairs) > len(self.iperf3.links):
                 raise ValueError(f"iperf3.pairs: {max(self.iperf3.pairs)} pairs asked, "
                                  f"{len(self.iperf3.links)} links given")
-        n_runs = len(points(self)) + (
-            len(self.pgbench.vms) * len(self.pgbench.connections) * self.pgbench.repeats
-            if self.pgbench else 0)
+        n_runs = len(points(self))
         if n_runs > MAX_POINTS:
             raise ValueError(f"the matrix has {n_runs} point repeats, more than {MAX_POINTS}")
         return self
@@ -455,11 +454,13 @@ class Point:
     protocol: str | None = None
     parallel: int | None = None
     reverse: bool | None = None
+    connections: int | None = None  # pgbench -c per client
 
 
 def points(plan: Plan) -> list[Point]:
-    """Every point repeat of the plan, in run order: fio points then iperf3 points, each
-    point's repeats together."""
+    """Every point repeat of the plan, in run order: fio points, iperf3 points, then pgbench
+    points (clients in ``targets``, the database in ``servers``), each point's repeats
+    together."""
     out: list[Point] = []
     if plan.fio is not None:
         f = plan.fio
@@ -476,6 +477,11 @@ def points(plan: Plan) -> list[Point]:
             out.extend(Point("iperf3", key, r, n, tuple(lk.client for lk in links),
                              tuple(lk.server for lk in links), protocol=proto, parallel=par,
                              reverse=rev) for r in range(p.repeats))
+    if plan.pgbench is not None:
+        pg = plan.pgbench
+        for v, c in itertools.product(pg.vms, pg.connections):
+            out.extend(Point("pgbench", f"pgbench-c{c}-vms{v}", r, v, tuple(pg.clients[:v]),
+                             (pg.server,), connections=c) for r in range(pg.repeats))
     return out
 
 

@@ -202,7 +202,7 @@ async def run_sweep(plan: Plan, out: Path, opts: RunOptions = RunOptions(),
     be written."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan.json").write_text(plan.model_dump_json(indent=2))
-    todo = points(plan)
+    todo = [p for p in points(plan) if p.tool != "pgbench"]  # pgbench: app_run.run_app
     done = read_journal(out)
     names = ({n for p in todo for n in (*p.targets, *p.servers)} | probe_names(plan)
              | app_names(plan))
