@@ -465,6 +465,8 @@ SWEEP_RESOURCES: Columns = {
     "disk_write_mib_s": pl.Float64(),
     "net_rx_mbit_s": pl.Float64(),  # /proc/net/dev without lo (the namespace's own in a netns)
     "net_tx_mbit_s": pl.Float64(),
+    "proc_cpu_pct": pl.Float64(),  # netns targets: CPU of the namespace's processes (psutil),
+    "n_procs": pl.Int32(),  # percent of one CPU; processes in the namespace
 }
 
 TABLES.update({

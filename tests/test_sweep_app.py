@@ -114,6 +114,8 @@ def test_pgbench_sweep_between_namespaces(lab, tmp_path):
     # the server's namespace received the clients' queries: its eth0 saw traffic
     srv = res_t.filter((pl.col("target") == "h0") & (pl.col("t_s") <= 2.0))
     assert srv["net_rx_mbit_s"].max() > 0.1
+    # psutil: the postgres processes of the server's namespace worked, per namespace
+    assert srv["proc_cpu_pct"].max() > 1 and srv["n_procs"].min() >= 1
     assert [r["n_ok"] for r in rep["app"]] == [2, 2] and rep["app"][1]["tps"] > 0
     from rich.console import Console
 

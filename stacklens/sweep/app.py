@@ -16,17 +16,25 @@ USER_HZ ticks, ``proc(5)``), ``D <read sectors> <written sectors>`` summed over
 ``Documentation/block/stat.rst``) and ``/proc/net/dev`` without its two header lines (bytes
 received first, bytes sent ninth after the name). In a network namespace ``/proc/net/dev``
 shows the namespace's interfaces; ``/proc/stat`` and the disks are the host's.
+
+Namespace targets share the host's CPUs, so their processes are watched too
+(:func:`netns_processes`, psutil): every second the CPU time (user + system, s) of each
+process in the namespace, ``S <epoch ns>`` then ``<pid> <cpu_s> <name>`` lines;
+:func:`proc_rates` turns them into ``proc_cpu_pct`` (percent of one CPU, processes seen in
+both samples of an interval).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import time
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PgbenchResult", "Sample", "init_command", "parse_pgbench", "parse_samples",
-           "pgbench_command", "rates", "sampler_command"]
+__all__ = ["PgbenchResult", "Sample", "init_command", "netns_processes", "parse_pgbench",
+           "parse_samples", "pgbench_command", "proc_rates", "rates", "sampler_command"]
 
 _PROGRESS = re.compile(r"^progress: ([\d.]+) s, ([\d.]+) tps, lat ([\d.]+) ms")
 _TPS = re.compile(r"^tps = ([\d.]+)", re.M)
@@ -164,3 +172,54 @@ def rates(samples: list[Sample], start_ns: int) -> list[dict[str, float]]:
             "net_rx_mbit_s": (b.rx_bytes - a.rx_bytes) * 8 / 1e6 / dt,
             "net_tx_mbit_s": (b.tx_bytes - a.tx_bytes) * 8 / 1e6 / dt})
     return rows
+
+
+def _in_netns(ino: int) -> list[int]:
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if os.stat(f"/proc/{pid}/ns/net").st_ino == ino:
+                    out.append(int(pid))
+            except OSError:
+                continue
+    return out
+
+
+def netns_processes(netns: str) -> str:
+    """One sample of the processes in network namespace ``netns`` (``/run/netns/<netns>``):
+    ``S <ns>`` and ``<pid> <cpu_s> <name>`` lines; empty when the namespace is gone."""
+    import psutil
+
+    try:
+        ino = os.stat(f"/run/netns/{netns}").st_ino
+    except OSError:
+        return ""
+    lines = [f"S {time.time_ns()}"]
+    for pid in _in_netns(ino):
+        try:
+            pr = psutil.Process(pid)
+            t = pr.cpu_times()
+            lines.append(f"{pid} {t.user + t.system:.3f} {pr.name()}")
+        except (psutil.Error, OSError):
+            continue
+    return "\n".join(lines) + "\n"
+
+
+def proc_rates(text: str, start_ns: int) -> list[tuple[float, float, int]]:
+    """``(t_s, proc_cpu_pct, n_procs)`` per interval of :func:`netns_processes` samples."""
+    samples: list[tuple[int, dict[int, float]]] = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 2 and f[0] == "S" and f[1].isdigit():
+            samples.append((int(f[1]), {}))
+        elif len(f) >= 2 and samples and f[0].isdigit():
+            samples[-1][1][int(f[0])] = float(f[1])
+    out = []
+    for (ta, a), (tb, b) in zip(samples, samples[1:], strict=False):
+        dt = (tb - ta) / 1e9
+        both = a.keys() & b.keys()
+        if dt > 0:
+            used = sum(max(0.0, b[p] - a[p]) for p in both)
+            out.append(((tb - start_ns) / 1e9, 100.0 * used / dt, len(b)))
+    return out

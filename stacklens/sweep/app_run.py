@@ -23,9 +23,11 @@ from typing import Any
 
 from stacklens.sweep.app import (
     init_command,
+    netns_processes,
     parse_pgbench,
     parse_samples,
     pgbench_command,
+    proc_rates,
     rates,
     sampler_command,
 )
@@ -155,7 +157,13 @@ async def _point(plan: Plan, out: Path, op: Opened, key: str, rep: int, vms: int
     jobs = [_run(op, c, barrier_script(start_ns, cmd), timeout) for c in clients]
     jobs += [_run(op, t, barrier_script(start_ns, sampler_command(pg.time_s + 2)), timeout)
              for t in watched]
+    procs = [(w, plan.target(w).netns) for w in watched if plan.target(w).netns]
+    jobs.append(_watch_procs(folder, procs, start_ns, pg.time_s + 2))
     done = await asyncio.gather(*jobs)
+    done = done[:-1]
+    for w, _ in procs:
+        if (folder / f"{w}.procs").exists():
+            row["samples"][w + ".procs"] = str((folder / f"{w}.procs").relative_to(out))
     for w, (res, _err) in zip(watched, done[len(clients):], strict=True):
         if res is not None and res.stdout:
             (folder / f"{w}.samples").write_bytes(res.stdout)
@@ -178,6 +186,26 @@ async def _point(plan: Plan, out: Path, op: Opened, key: str, rep: int, vms: int
                 t.update(status="ok", reason=None)
         row["targets"].append(t)
     return row
+
+
+async def _watch_procs(folder: Path, procs: list[tuple[str, str | None]], start_ns: int,
+                       n: int) -> tuple[None, None]:
+    """Sample the processes of each namespace target ``n`` times, a second apart from the
+    barrier's start, into ``<target>.procs`` (psutil, in a thread: the loop keeps running)."""
+    if not procs:
+        return None, None
+    await asyncio.sleep(max(0.0, (start_ns - time.time_ns()) / 1e9))
+    texts = {w: "" for w, _ in procs}
+    for i in range(max(1, min(n, 3600))):
+        for w, ns in procs:
+            assert ns is not None
+            texts[w] += await asyncio.to_thread(netns_processes, ns)
+        if i + 1 < n:
+            await asyncio.sleep(max(0.0, (start_ns + (i + 1) * 1_000_000_000
+                                          - time.time_ns()) / 1e9))
+    for w, text in texts.items():
+        (folder / f"{w}.procs").write_text(text)
+    return None, None
 
 
 def _text(base: Path, rel: str) -> str:
@@ -216,12 +244,20 @@ def app_tables(rows: list[dict[str, Any]], base: Path) -> dict[str, list[dict[st
         cpu: list[float] = []
         dur = _dur(series, common)
         for target, rel in sorted(r["samples"].items()):
+            if target.endswith(".procs"):
+                continue
             try:
                 samples = parse_samples(_text(base, rel))
+                prel = r["samples"].get(target + ".procs")
+                procs = proc_rates(_text(base, prel), r["start_ns"] or 0) if prel else []
             except OSError:
                 continue
-            for x in rates(samples, r["start_ns"] or 0):
-                res_rows.append({**common, "target": target, **x})
+            for j, x in enumerate(rates(samples, r["start_ns"] or 0)):
+                # the same one-second intervals from the barrier's start
+                p_cpu = procs[j] if j < len(procs) else None
+                res_rows.append({**common, "target": target, **x,
+                                 "proc_cpu_pct": p_cpu[1] if p_cpu else None,
+                                 "n_procs": p_cpu[2] if p_cpu else None})
                 if 0 < x["t_s"] <= dur:  # intervals inside the run
                     cpu.append(x["cpu_pct"])
         n = len(r["targets"])
