@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 
 import polars as pl
 import pytest
 
 from stacklens.sweep import finish, parse_plan, run_sweep
-from stacklens.sweep.app import parse_pgbench, parse_samples, rates
+from stacklens.sweep.app import parse_pgbench, parse_samples, proc_rates, rates
 from stacklens.sweep.app_run import APP_JOURNAL
 from stacklens.sweep.netlab import NetLab, netlab_unavailable
 from stacklens.sweep.pg import PgServer, pg_unavailable
@@ -56,6 +57,19 @@ def test_pgbench_output_and_samples_table():
     assert row["t_s"] == 2.0 and row["cpu_pct"] == pytest.approx(25.0)
     assert row["disk_read_mib_s"] == pytest.approx(1.0) and row["disk_write_mib_s"] == 0
     assert row["net_rx_mbit_s"] == pytest.approx(1.0) and row["net_tx_mbit_s"] == 0.5
+
+
+def test_proc_rates_count_reaped_children_once():
+    # postmaster 10 (parent 1, unwatched), backend 11 lives 0..1.5 s, pgbench 20 ends
+    text = ("S 0\n10 1 1.0 0.0 postgres\n20 1 0.0 0.0 pgbench\n"
+            "S 1000000000\n10 1 1.1 0.0 postgres\n11 10 0.4 0.0 postgres\n"
+            "20 1 0.3 0.0 pgbench\n"
+            "S 2000000000\n10 1 1.2 0.6 postgres\n")
+    (t1, c1, n1), (t2, c2, n2) = proc_rates(text, 0)
+    # second 1: 0.1 postmaster + 0.4 new backend + 0.3 pgbench; second 2: 0.1 postmaster +
+    # 0.6 reaped backend - 0.4 counted before (pgbench's last part is lost: unwatched parent)
+    assert (t1, n1, n2) == (1.0, 3, 1)
+    assert c1 == pytest.approx(80.0) and c2 == pytest.approx(30.0)
 
 
 WHY = netlab_unavailable() or pg_unavailable()
@@ -116,7 +130,10 @@ def test_pgbench_sweep_between_namespaces(lab, tmp_path):
     assert srv["net_rx_mbit_s"].max() > 0.1
     # psutil: the postgres processes of the server's namespace worked, per namespace
     assert srv["proc_cpu_pct"].max() > 1 and srv["n_procs"].min() >= 1
+    assert srv["proc_cpu_pct"].max() < 100 * (os.cpu_count() or 1) + 20
     assert [r["n_ok"] for r in rep["app"]] == [2, 2] and rep["app"][1]["tps"] > 0
+    assert reps["cpu_pct_mean"].null_count() == 0  # every repeat: /proc during the run
+    assert reps["cpu_pct_mean"].is_between(0, 100).all()
     from rich.console import Console
 
     from stacklens.sweep.report import render

@@ -19,9 +19,8 @@ shows the namespace's interfaces; ``/proc/stat`` and the disks are the host's.
 
 Namespace targets share the host's CPUs, so their processes are watched too
 (:func:`netns_processes`, psutil): every second the CPU time (user + system, s) of each
-process in the namespace, ``S <epoch ns>`` then ``<pid> <cpu_s> <name>`` lines;
-:func:`proc_rates` turns them into ``proc_cpu_pct`` (percent of one CPU, processes seen in
-both samples of an interval).
+process in the namespace, ``S <epoch ns>`` then ``<pid> <ppid> <cpu_s> <children_cpu_s>
+<name>`` lines; :func:`proc_rates` turns them into ``proc_cpu_pct`` (percent of one CPU).
 """
 
 from __future__ import annotations
@@ -188,7 +187,9 @@ def _in_netns(ino: int) -> list[int]:
 
 def netns_processes(netns: str) -> str:
     """One sample of the processes in network namespace ``netns`` (``/run/netns/<netns>``):
-    ``S <ns>`` and ``<pid> <cpu_s> <name>`` lines; empty when the namespace is gone."""
+    ``S <ns>`` and ``<pid> <ppid> <self_cpu_s> <children_cpu_s> <name>`` lines (psutil
+    ``cpu_times``: user + system, and children_user + children_system of reaped children);
+    empty when the namespace is gone."""
     import psutil
 
     try:
@@ -200,26 +201,33 @@ def netns_processes(netns: str) -> str:
         try:
             pr = psutil.Process(pid)
             t = pr.cpu_times()
-            lines.append(f"{pid} {t.user + t.system:.3f} {pr.name()}")
+            lines.append(f"{pid} {pr.ppid()} {t.user + t.system:.3f} "
+                         f"{t.children_user + t.children_system:.3f} {pr.name()}")
         except (psutil.Error, OSError):
             continue
     return "\n".join(lines) + "\n"
 
 
 def proc_rates(text: str, start_ns: int) -> list[tuple[float, float, int]]:
-    """``(t_s, proc_cpu_pct, n_procs)`` per interval of :func:`netns_processes` samples."""
-    samples: list[tuple[int, dict[int, float]]] = []
+    """``(t_s, proc_cpu_pct, n_procs)`` per interval of :func:`netns_processes` samples.
+    CPU used in an interval: the growth of own and reaped-children time of the processes
+    seen at both ends, plus the own time of processes new at its end, minus the time already
+    counted for processes that ended and were reaped by a watched parent (their whole time
+    moved into the parent's children time: PostgreSQL's backends). Clamped at 0."""
+    samples: list[tuple[int, dict[int, tuple[int, float, float]]]] = []
     for line in text.splitlines():
         f = line.split()
         if len(f) == 2 and f[0] == "S" and f[1].isdigit():
             samples.append((int(f[1]), {}))
-        elif len(f) >= 2 and samples and f[0].isdigit():
-            samples[-1][1][int(f[0])] = float(f[1])
+        elif len(f) >= 4 and samples and f[0].isdigit():
+            samples[-1][1][int(f[0])] = (int(f[1]), float(f[2]), float(f[3]))
     out = []
     for (ta, a), (tb, b) in zip(samples, samples[1:], strict=False):
         dt = (tb - ta) / 1e9
-        both = a.keys() & b.keys()
-        if dt > 0:
-            used = sum(max(0.0, b[p] - a[p]) for p in both)
-            out.append(((tb - start_ns) / 1e9, 100.0 * used / dt, len(b)))
+        if dt <= 0:
+            continue
+        used = sum(b[p][1] - a[p][1] + b[p][2] - a[p][2] for p in a.keys() & b.keys())
+        used += sum(b[p][1] for p in b.keys() - a.keys())
+        used -= sum(a[p][1] for p in a.keys() - b.keys() if a[p][0] in b)
+        out.append(((tb - start_ns) / 1e9, 100.0 * max(0.0, used) / dt, len(b)))
     return out

@@ -136,6 +136,7 @@ async def _point(plan: Plan, out: Path, op: Opened, key: str, rep: int, vms: int
     clients = pg.clients[:vms]
     row: dict[str, Any] = {"sweep": plan.name, "point": key, "repeat": rep, "n_targets": vms,
                            "connections": conns, "server": pg.server, "start_ns": None,
+                           "time_s": pg.time_s,
                            "targets": [], "samples": {}}
     missing = [n for n in (pg.server, *clients) if n not in op.transports]
     why = init_err and f"pgbench -i failed: {init_err}"
@@ -242,7 +243,8 @@ def app_tables(rows: list[dict[str, Any]], base: Path) -> dict[str, list[dict[st
                         ok.append(p)
             app.append(a)
         cpu: list[float] = []
-        dur = _dur(series, common)
+        # intervals ending within the run (pgbench -T, half a second of slack)
+        dur = r["time_s"] + 0.5 if r.get("time_s") else _dur(series, common)
         for target, rel in sorted(r["samples"].items()):
             if target.endswith(".procs"):
                 continue
@@ -258,7 +260,7 @@ def app_tables(rows: list[dict[str, Any]], base: Path) -> dict[str, list[dict[st
                 res_rows.append({**common, "target": target, **x,
                                  "proc_cpu_pct": p_cpu[1] if p_cpu else None,
                                  "n_procs": p_cpu[2] if p_cpu else None})
-                if 0 < x["t_s"] <= dur:  # intervals inside the run
+                if 0 < x["t_s"] <= dur:
                     cpu.append(x["cpu_pct"])
         n = len(r["targets"])
         status = "ok" if ok and len(ok) == n else "partial" if ok else "failed"
