@@ -405,15 +405,82 @@ SWEEP_PROBES: Columns = {
     "max_gap_s": pl.Float64(),  # longest time between two consecutive replies
     "outage_s": pl.Float64(),  # max_gap_s - interval_s
     "fault_s": pl.Float64(),  # how long the injected fault lasted (failover)
+    "jitter_ms": pl.Float64(),  # kind jitter: iperf3 --udp client's jitter (RFC 3550 estimate)
+    "bw_mbit_s": pl.Float64(),  # kind jitter: UDP received, 10^6 bit/s
+}
+
+_APP_KEYS: dict[str, pl.DataType] = {
+    "sweep": pl.String(),
+    "point": pl.String(),  # pgbench-c<connections>-vms<clients>
+    "repeat": pl.Int32(),
+    "n_targets": pl.Int32(),  # client targets running pgbench together
+    "connections": pl.Int32(),  # pgbench -c (and -j) per client
+}
+
+#: Application workload (pgbench): one row per point x repeat x client target.
+SWEEP_APP: Columns = {
+    **_APP_KEYS,
+    "target": pl.String(),
+    "status": pl.String(),  # ok, failed
+    "reason": pl.String(),
+    "raw": pl.String(),  # pgbench's stdout (summary); .stderr beside it holds --progress
+    "start_ns": pl.Int64(),  # SL_START of the barrier, ns since epoch
+    "tps": pl.Float64(),  # pgbench's final tps (without initial connection time)
+    "tpm": pl.Float64(),  # tps * 60
+    "xacts": pl.Int64(),  # transactions actually processed
+    "failed_xacts": pl.Int64(),
+    "lat_mean_ms": pl.Float64(),  # pgbench's latency average
+}
+
+#: pgbench point x repeat: sums over the clients, the CPU of the watched targets.
+SWEEP_APP_REPEATS: Columns = {
+    **_APP_KEYS,
+    "status": pl.String(),  # ok (every client), partial, failed
+    "reason": pl.String(),
+    "n_ok": pl.Int32(),
+    "tps": pl.Float64(),  # sum over ok clients
+    "tpm": pl.Float64(),
+    "xacts": pl.Int64(),
+    "lat_mean_ms": pl.Float64(),  # weighted by transactions
+    "cpu_pct_mean": pl.Float64(),  # mean over targets and seconds of the run (/proc/stat)
+}
+
+#: pgbench --progress=1: one row per client x second.
+SWEEP_APP_SERIES: Columns = {
+    **_APP_KEYS,
+    "target": pl.String(),
+    "t_s": pl.Float64(),  # seconds since the client started
+    "tps": pl.Float64(),  # transactions finished in that second
+    "tpm": pl.Float64(),
+    "lat_ms": pl.Float64(),
+}
+
+#: What the targets did during a pgbench run: one row per target x one-second interval.
+SWEEP_RESOURCES: Columns = {
+    **_APP_KEYS,
+    "target": pl.String(),  # a client or the database server
+    "t_s": pl.Float64(),  # end of the interval, seconds after the barrier's start
+    "cpu_pct": pl.Float64(),  # busy share of all CPUs (/proc/stat; host-wide in a netns)
+    "disk_read_mib_s": pl.Float64(),  # /sys/block/*/stat sectors x 512, 2^20 B
+    "disk_write_mib_s": pl.Float64(),
+    "net_rx_mbit_s": pl.Float64(),  # /proc/net/dev without lo (the namespace's own in a netns)
+    "net_tx_mbit_s": pl.Float64(),
+    "proc_cpu_pct": pl.Float64(),  # netns targets: CPU of the namespace's processes (psutil),
+    "n_procs": pl.Int32(),  # percent of one CPU; processes in the namespace
 }
 
 TABLES.update({
+    "sweep_app": SWEEP_APP,
+    "sweep_app_repeats": SWEEP_APP_REPEATS,
+    "sweep_app_series": SWEEP_APP_SERIES,
+    "sweep_resources": SWEEP_RESOURCES,
     "sweep_probes": SWEEP_PROBES,
     "sweep_points": SWEEP_POINTS,
     "sweep_repeats": SWEEP_REPEATS,
     "sweep_summary": SWEEP_SUMMARY,
     "sweep_skipped": SWEEP_SKIPPED,
 })
-__all__ = sorted([*__all__, "SWEEP_POINTS", "SWEEP_PROBES", "SWEEP_REPEATS", "SWEEP_SKIPPED",
+__all__ = sorted([*__all__, "SWEEP_APP", "SWEEP_APP_REPEATS", "SWEEP_APP_SERIES",
+                  "SWEEP_RESOURCES", "SWEEP_POINTS", "SWEEP_PROBES", "SWEEP_REPEATS", "SWEEP_SKIPPED",
                   "SWEEP_SUMMARY"])
 # ==== end of sweep tables ==========================================================================

@@ -122,3 +122,37 @@ def test_cli_analyze_json(tmp_path):
                          str(tmp_path / "nope"), "--out", str(tmp_path / "o2")],
                         capture_output=True, text=True, timeout=120)
     assert r2.returncode == 1 and "no such file or folder" in r2.stderr
+
+
+def test_cli_analyze_sanity_limits_flag_foreign_data(tmp_path):
+    need(EAST4)
+    by_hand = []  # every iperf3 JSON of the set: receiver Mbit/s (one pair per file)
+    for f in sorted(EAST4.glob("time-*/*")):
+        try:
+            doc = json.loads(f.read_text())
+        except ValueError:
+            continue
+        by_hand.append(doc["end"]["sum_received"]["bits_per_second"] / 1e6)
+    limit = 150.0
+    r = subprocess.run([sys.executable, "-m", "stacklens", "sweep", "analyze", str(EAST4),
+                        "--out", str(tmp_path / "o"), "--json", "--max-link-mbit-s",
+                        str(limit), "--max-pair-mbit-s", str(limit)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    above = sum(v > limit for v in by_hand)
+    assert len(by_hand) == 50 and 0 < above < 50
+    assert rep["flags"]["above_limit_total"] == rep["flags"]["above_limit_pair"] == above
+    assert rep["overview"]["repeats"] == 50  # flagged, never dropped
+    assert rep["meta"]["limits"] == {"pair_mbit_s": limit, "total_mbit_s": limit}
+
+
+def test_fio_limit_flags_exactly_the_repeats_above_it(fio_tables):
+    from stacklens.sweep.tables import Limits
+
+    found, plain = fio_tables
+    bw = plain["sweep_repeats"]["bw_mib_s"].to_list()
+    limit = statistics.median(bw)
+    flagged = build_tables(found.runs, Limits(bw_mib_s=limit))["sweep_repeats"]
+    marks = ["above_limit_bw" in (f or "") for f in flagged["flags"].to_list()]
+    assert marks == [v > limit for v in bw] and 0 < sum(marks) < len(bw)

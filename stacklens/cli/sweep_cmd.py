@@ -9,6 +9,7 @@ import asyncio
 import json
 import re
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import typer
@@ -21,6 +22,7 @@ from stacklens.sweep.foreign import DEFAULT_REPEAT_PATTERN
 from stacklens.sweep.output import plan_limits
 from stacklens.sweep.report import render
 from stacklens.sweep.runner import JOURNAL
+from stacklens.sweep.tables import Limits
 
 __all__ = ["sweep_app"]
 
@@ -69,7 +71,7 @@ def run(
     say(f"{res.ran} point repeats run, {res.skipped} done before, {res.failed} not ok")
     rep = finish(out, res.runs, plan_limits(plan), meta={"command": "run", "plan": plan.name,
                                               "plan_file": str(plan_file)}, base=out,
-                 probes=res.probes)
+                 probes=res.probes, app=res.app)
     _show(rep, as_json, out, with_html)
 
 
@@ -83,9 +85,23 @@ def analyze(
         DEFAULT_REPEAT_PATTERN, "--repeat-pattern",
         help="Folder names matching this regex number repeats instead of naming a series."),
     force: bool = typer.Option(False, "--force", help="Replace the results in a non-empty --out."),
+    max_bw_mib_s: float | None = typer.Option(
+        None, "--max-bw-mib-s", min=0.0,
+        help="fio: flag repeats whose summed bandwidth is above this (MiB/s, the device's "
+             "limit): above_limit_bw."),
+    max_iops: float | None = typer.Option(
+        None, "--max-iops", min=0.0, help="fio: flag repeats above this summed IOPS."),
+    max_pair_mbit_s: float | None = typer.Option(
+        None, "--max-pair-mbit-s", min=0.0,
+        help="iperf3: flag repeats with one pair above this (Mbit/s = 10^6 bit/s)."),
+    max_link_mbit_s: float | None = typer.Option(
+        None, "--max-link-mbit-s", min=0.0,
+        help="iperf3: flag repeats whose sum over pairs is above this (the link's Mbit/s): "
+             "above_limit_total."),
 ) -> None:
     """Sum, merge and find knees in fio / iperf3 JSON written by other tools; files that are
-    not such JSON are counted and listed as skipped, never fatal."""
+    not such JSON are counted and listed as skipped, never fatal. The --max-* sanity limits
+    flag repeats above a device or link limit (flagged, never dropped)."""
     missing = [d for d in dirs if not d.exists()]
     if missing:
         raise InputNotFound(f"no such file or folder: {missing[0]}")
@@ -98,7 +114,10 @@ def analyze(
     if not found.runs:
         print(f"sweep: no fio or iperf3 JSON among {found.n_files} files "
               f"({len(found.skipped)} skipped)", file=sys.stderr)
-    rep = finish(out, found.runs, skipped=found.skipped,
+    limits = Limits(bw_mib_s=max_bw_mib_s or None, iops=max_iops or None,
+                    pair_mbit_s=max_pair_mbit_s or None, total_mbit_s=max_link_mbit_s or None)
+    rep = finish(out, found.runs, limits, skipped=found.skipped,
                  meta={"command": "analyze", "inputs": [str(d) for d in dirs],
-                       "files": found.n_files})
+                       "files": found.n_files,
+                       "limits": {k: v for k, v in asdict(limits).items() if v}})
     _show(rep, as_json, out, with_html)

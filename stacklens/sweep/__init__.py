@@ -3,7 +3,8 @@ network namespaces) started together, summed as the tools define their numbers, 
 where adding targets stops adding throughput; and the same analysis on JSON other tools wrote.
 
 A stage beside the log pipeline: it reads no logs and writes its own tables
-(``sweep_points``, ``sweep_repeats``, ``sweep_summary``, ``sweep_skipped``). Modules, in the
+(``sweep_points``, ``sweep_repeats``, ``sweep_summary``, ``sweep_skipped``, ``sweep_probes``,
+``sweep_app*``, ``sweep_resources``). Modules, in the
 order data flows::
 
     plan     -> Plan (YAML, pydantic, errors at the line), Point per matrix repeat
@@ -14,7 +15,11 @@ order data flows::
     tables   -> sweep_points / sweep_repeats / sweep_summary from the raw files
     knee     -> Kneedle (kneed) on the medians, bootstrap range over repeats
     report   -> report.json data and terminal tables; output.finish writes them
-    netlab   -> namespace test hosts on one bridge (tests, benches)
+    app, app_run -> the pgbench workload: TPS/TPM per second, /proc and psutil samples of
+                the targets (sweep_app, sweep_app_repeats, sweep_app_series, sweep_resources)
+    probes_run -> ping latency / fail-over and iperf3 --udp jitter by placement (sweep_probes)
+    netlab   -> namespace test hosts on one or two bridges (tests, benches)
+    pg       -> a throw-away PostgreSQL server in a namespace (tests, benches)
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@ network, for sweeps and probes without a cloud (tests, benches, demos). Root onl
 Layout: a hub namespace ``<prefix>hub`` holds bridge ``br0``; host ``i`` is namespace
 ``<prefix>h<i>`` with ``eth0`` = ``192.0.2.<10+i>/24`` (TEST-NET-1, RFC 5737: never routed),
 its peer ``v<i>`` on the bridge. Nothing outside the namespaces is touched except the veth
-creation (both ends are moved into namespaces at once). :meth:`NetLab.delete` removes every
+creation (both ends are moved into namespaces at once). With ``bridges=2`` the hub holds a
+second bridge ``br1`` joined to ``br0`` by the veth pair ``x0``/``x1`` (one L2 segment, two
+bridges: the "across bridges / racks" placement; delay it with ``tc`` on ``x0``); host ``i``
+sits on bridge ``i * bridges // n``. :meth:`NetLab.delete` removes every
 namespace the lab made (their veths go with them); use the lab as a context manager.
 """
 
@@ -49,6 +52,7 @@ class NetLab:
     :attr:`addresses` their IPv4 addresses."""
 
     n: int
+    bridges: int = 1
     prefix: str = field(default_factory=lambda: f"slt{secrets.token_hex(2)}")
     made: list[str] = field(default_factory=list)
 
@@ -67,6 +71,10 @@ class NetLab:
         """Host addresses, in order."""
         return [f"{SUBNET}.{10 + i}" for i in range(self.n)]
 
+    def bridge_of(self, i: int) -> int:
+        """The bridge (0 or 1) host ``i`` is on."""
+        return i * self.bridges // self.n
+
     def veth(self, i: int) -> str:
         """Host ``i``'s bridge-side interface (in the hub namespace): take it down to cut
         the host off."""
@@ -75,14 +83,21 @@ class NetLab:
     def create(self) -> NetLab:
         """Make the namespaces, bridge and links. Raises OSError (after removing what was
         made) when a step fails."""
-        if not 1 <= self.n <= MAX_HOSTS:
-            raise ValueError(f"1..{MAX_HOSTS} hosts")
+        if not 1 <= self.n <= MAX_HOSTS or self.bridges not in (1, 2):
+            raise ValueError(f"1..{MAX_HOSTS} hosts on 1 or 2 bridges")
         try:
             _ip("netns", "add", self.hub)
             self.made.append(self.hub)
             _ip("-n", self.hub, "link", "set", "lo", "up")
             _ip("-n", self.hub, "link", "add", "br0", "type", "bridge")
             _ip("-n", self.hub, "link", "set", "br0", "up")
+            if self.bridges == 2:
+                _ip("-n", self.hub, "link", "add", "br1", "type", "bridge")
+                _ip("-n", self.hub, "link", "add", "x0", "type", "veth", "peer", "name", "x1")
+                for br, x in (("br0", "x0"), ("br1", "x1")):
+                    _ip("-n", self.hub, "link", "set", x, "master", br)
+                    _ip("-n", self.hub, "link", "set", x, "up")
+                _ip("-n", self.hub, "link", "set", "br1", "up")
             for i, (ns, addr) in enumerate(zip(self.hosts, self.addresses, strict=True)):
                 _ip("netns", "add", ns)
                 self.made.append(ns)
@@ -93,7 +108,8 @@ class NetLab:
                     self.veth(i), "netns", self.hub)
                 _ip("-n", ns, "addr", "add", f"{addr}/24", "dev", "eth0")
                 _ip("-n", ns, "link", "set", "eth0", "up")
-                _ip("-n", self.hub, "link", "set", self.veth(i), "master", "br0")
+                _ip("-n", self.hub, "link", "set", self.veth(i), "master",
+                    f"br{self.bridge_of(i)}")
                 _ip("-n", self.hub, "link", "set", self.veth(i), "up")
         except (OSError, subprocess.TimeoutExpired):
             self.delete()

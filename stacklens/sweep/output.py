@@ -15,6 +15,7 @@ import polars as pl
 
 from stacklens.schema import conform, empty
 from stacklens.store import RunStore
+from stacklens.sweep.app_run import app_summary, app_tables
 from stacklens.sweep.knee import find_knees
 from stacklens.sweep.plan import Plan
 from stacklens.sweep.report import build_report
@@ -37,10 +38,12 @@ def plan_limits(plan: Plan) -> Limits:
 def finish(out: Path, runs: list[PointRun], limits: Limits | None = None,
            skipped: list[tuple[str, str, str]] | None = None,
            meta: dict[str, Any] | None = None, base: Path | None = None,
-           probes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+           probes: list[dict[str, Any]] | None = None,
+           app: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Build the sweep tables from ``runs`` (raw paths relative to ``base``), write them,
     ``sweep_skipped`` and ``sweep_probes`` (rows from the plan's probes) to ``out`` with the
-    report (``report.json``); return the report. Raises OSError when ``out`` cannot be
+    report (``report.json``); with ``app`` (pgbench journal rows) the ``sweep_app*`` and
+    ``sweep_resources`` tables too. Return the report. Raises OSError when ``out`` cannot be
     written."""
     tables = build_tables(runs, limits or Limits(), base=base)
     tables = {name: conform(df, name) if not df.is_empty() else empty(name)
@@ -50,8 +53,14 @@ def finish(out: Path, runs: list[PointRun], limits: Limits | None = None,
                                else empty("sweep_skipped"))
     tables["sweep_probes"] = (conform(pl.DataFrame(probes, infer_schema_length=None),
                                       "sweep_probes") if probes else empty("sweep_probes"))
+    app_rows = app_tables(app or [], base or out)
+    for name, rows in app_rows.items():
+        tables[name] = (conform(pl.DataFrame(rows, infer_schema_length=None), name) if rows
+                        else empty(name))
     RunStore(out).write(tables)
     knees = find_knees(tables["sweep_repeats"])
     rep = build_report(tables, knees, skipped, meta)
+    rep["app"] = app_summary(app_rows["sweep_app_repeats"])
+    rep["app_failed"] = [r for r in app_rows["sweep_app_repeats"] if r["status"] != "ok"]
     (out / REPORT_NAME).write_text(json.dumps(rep, indent=2, default=str))
     return rep

@@ -38,8 +38,17 @@ but ``targets`` and one of ``fio`` / ``iperf3`` optional::
       pause_s: 0
       port: 5201                     # pair i uses port + i
       limits: {pair_mbit_s: 10000, total_mbit_s: 10000}
+    pgbench:                         # the application workload (stacklens.sweep.app_run)
+      server: vm2                    # PostgreSQL listens on this target's address
+      clients: [vm1, vm3]
+      vms: [1, 2]                    # clients per point: the first N
+      connections: [1, 4]            # pgbench -c / -j per client
+      time_s: 2
+      scale: 1                       # pgbench -i -s (once, before the first point)
+      repeats: 3
     probes:                          # after the matrices (stacklens.sweep.probe)
       latency: [{src: vm1, dst: vm2, placement: same-rack}]
+      jitter: [{src: vm1, dst: vm2, placement: same-rack, bitrate: 10M, time_s: 2}]
       failover: [{src: vm1, dst: vm2, target: vm2, inject: ip link set eth0 down,
                   undo: ip link set eth0 up, hold_s: 2}]
       interval_s: 0.02
@@ -66,8 +75,10 @@ __all__ = [
     "FailoverProbe",
     "FioMatrix",
     "IperfMatrix",
+    "JitterProbe",
     "LatencyProbe",
     "Link",
+    "PgbenchMatrix",
     "Plan",
     "PlanError",
     "Point",
@@ -262,10 +273,67 @@ class FailoverProbe(_Model):
     after_s: float = Field(1.0, ge=0, le=600)
 
 
+class JitterProbe(_Model):
+    """``iperf3 --udp`` from ``src`` to an iperf3 server on ``dst`` (``src == dst``: both in
+    one place, the same-host class) for ``time_s`` at ``bitrate``: jitter and loss, labelled
+    by placement."""
+
+    src: str
+    dst: str
+    placement: str = "unlabelled"
+    bitrate: str = "10M"
+    time_s: float = Field(2.0, gt=0, le=600)
+    port: int = Field(5301, ge=1024, le=65000)
+
+    @field_validator("bitrate")
+    @classmethod
+    def _bitrate(cls, v: str) -> str:
+        if not _BITRATE.match(v):
+            raise ValueError(f"{v!r} is not an iperf3 bitrate like 100M, 1G, 500K")
+        return v
+
+
+class PgbenchMatrix(_Model):
+    """The application workload: ``pgbench`` (PostgreSQL's) from the first ``vms`` of
+    ``clients`` at once against the database at target ``server``'s address, each client
+    ``-c connections -j connections`` for ``time_s`` with ``--progress=1``; ``init`` runs
+    ``pgbench -i -s scale`` once from the first client before the first point. CPU, disk and
+    network of every client and the server are sampled each second (``/proc``)."""
+
+    server: str
+    clients: list[str] = Field(min_length=1)
+    vms: list[int] = Field([1], min_length=1)
+    connections: list[int] = Field([1], min_length=1)
+    time_s: int = Field(2, ge=1, le=3600)
+    scale: int = Field(1, ge=1, le=1000)
+    init: bool = True
+    port: int = Field(5432, ge=1, le=65535)
+    user: str = "postgres"
+    database: str = "postgres"
+    repeats: int = Field(3, ge=1, le=MAX_REPEATS)
+    pause_s: float = Field(0.0, ge=0, le=MAX_RUNTIME_S)
+
+    @field_validator("vms", "connections")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if any(n < 1 or n > 1000 for n in v):
+            raise ValueError("every count must be in 1..1000")
+        return v
+
+    @field_validator("user", "database")
+    @classmethod
+    def _plain(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError(f"{v!r} is not a plain name")
+        return v
+
+
 class Probes(_Model):
-    """Network probes run after the matrices: ping every ``interval_s`` for ``duration_s``."""
+    """Network probes run after the matrices: ping every ``interval_s`` for ``duration_s``;
+    ``jitter``: iperf3 UDP runs by placement."""
 
     latency: list[LatencyProbe] = []
+    jitter: list[JitterProbe] = []
     failover: list[FailoverProbe] = []
     interval_s: float = Field(0.02, ge=0.002, le=10)
     duration_s: float = Field(5.0, gt=0, le=3600)
@@ -283,6 +351,7 @@ class Plan(_Model):
     fio: FioMatrix | None = None
     iperf3: IperfMatrix | None = None
     probes: Probes | None = None
+    pgbench: PgbenchMatrix | None = None
 
     @field_validator("workdir")
     @classmethod
@@ -297,11 +366,24 @@ class Plan(_Model):
         dup = next((n for n in names if names.count(n) > 1), None)
         if dup:
             raise ValueError(f"target name {dup!r} given twice")
-        if self.fio is None and self.iperf3 is None and self.probes is None:
-            raise ValueError("give fio:, iperf3:, probes: or several")
+        if (self.fio is None and self.iperf3 is None and self.probes is None
+                and self.pgbench is None):
+            raise ValueError("give fio:, iperf3:, pgbench:, probes: or several")
+        if self.pgbench is not None:
+            pg = self.pgbench
+            for key, ns in (("server", [pg.server]), ("clients", pg.clients)):
+                bad = [n for n in ns if n not in names]
+                if bad:
+                    raise ValueError(f"pgbench.{key}: unknown target {bad[0]!r}")
+            srv = self.target(pg.server)
+            if srv.netns and not srv.address:
+                raise ValueError(f"pgbench.server: {srv.name!r} (netns) needs an address")
+            if max(pg.vms) > len(pg.clients):
+                raise ValueError(f"pgbench.vms: {max(pg.vms)} clients asked, "
+                                 f"{len(pg.clients)} given")
         if self.probes is not None:
-            probes: list[LatencyProbe | FailoverProbe] = [*self.probes.latency,
-                                                          *self.probes.failover]
+            probes: list[LatencyProbe | FailoverProbe | JitterProbe] = [
+                *self.probes.latency, *self.probes.failover, *self.probes.jitter]
             for pr in probes:
                 for n in (pr.src, pr.dst, getattr(pr, "target", pr.src)):
                     if n not in names:
@@ -372,11 +454,13 @@ class Point:
     protocol: str | None = None
     parallel: int | None = None
     reverse: bool | None = None
+    connections: int | None = None  # pgbench -c per client
 
 
 def points(plan: Plan) -> list[Point]:
-    """Every point repeat of the plan, in run order: fio points then iperf3 points, each
-    point's repeats together."""
+    """Every point repeat of the plan, in run order: fio points, iperf3 points, then pgbench
+    points (clients in ``targets``, the database in ``servers``), each point's repeats
+    together."""
     out: list[Point] = []
     if plan.fio is not None:
         f = plan.fio
@@ -393,6 +477,11 @@ def points(plan: Plan) -> list[Point]:
             out.extend(Point("iperf3", key, r, n, tuple(lk.client for lk in links),
                              tuple(lk.server for lk in links), protocol=proto, parallel=par,
                              reverse=rev) for r in range(p.repeats))
+    if plan.pgbench is not None:
+        pg = plan.pgbench
+        for v, c in itertools.product(pg.vms, pg.connections):
+            out.extend(Point("pgbench", f"pgbench-c{c}-vms{v}", r, v, tuple(pg.clients[:v]),
+                             (pg.server,), connections=c) for r in range(pg.repeats))
     return out
 
 

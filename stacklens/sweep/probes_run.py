@@ -1,20 +1,25 @@
 """The ``probes:`` of a plan, run after its matrices: latency by placement and fail-over gaps
-(:mod:`stacklens.sweep.probe`), one row each for the ``sweep_probes`` table.
+(:mod:`stacklens.sweep.probe`), and ``iperf3 --udp`` jitter and loss by placement (iperf3's
+JSON, :mod:`stacklens.sweep.iperf`), one row each for the ``sweep_probes`` table.
 
 Resumable like the points: ``<out>/probes.jsonl`` holds one row per finished probe repeat
-(the latest line wins) and ping's raw output goes to ``<out>/raw/probes/<probe>/r<n>.txt``.
+(the latest line wins) and ping's raw output goes to ``<out>/raw/probes/<probe>/r<n>.txt``
+(iperf3's to ``r<n>.json`` and ``r<n>-srv.json``).
 A probe whose targets cannot be reached, or whose fault command fails, is kept with its
 reason.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import shlex
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from stacklens.sweep.plan import FailoverProbe, LatencyProbe, Plan
+from stacklens.sweep.iperf import parse_iperf, server_command
+from stacklens.sweep.plan import FailoverProbe, JitterProbe, LatencyProbe, Plan
 from stacklens.sweep.probe import ping_probe, timed
 from stacklens.sweep.targets import Opened
 
@@ -27,7 +32,8 @@ def probe_names(plan: Plan) -> set[str]:
     """The targets the plan's probes use."""
     if plan.probes is None:
         return set()
-    out = {n for p in plan.probes.latency for n in (p.src, p.dst)}
+    pairs = [(p.src, p.dst) for p in plan.probes.latency]
+    out = {n for pair in pairs + [(j.src, j.dst) for j in plan.probes.jitter] for n in pair}
     return out | {n for p in plan.probes.failover for n in (p.src, p.dst, p.target)}
 
 
@@ -76,8 +82,9 @@ async def run_probes(plan: Plan, out: Path, op: Opened,
         return []
     pr = plan.probes
     done = read_probes(out)
-    todo: list[tuple[str, str, LatencyProbe | FailoverProbe]] = [
+    todo: list[tuple[str, str, LatencyProbe | FailoverProbe | JitterProbe]] = [
         *((f"latency-{p.src}-{p.dst}", "latency", p) for p in pr.latency),
+        *((f"jitter-{p.src}-{p.dst}-{i}", "jitter", p) for i, p in enumerate(pr.jitter)),
         *((f"failover-{p.src}-{p.dst}-on-{p.target}-{i}", "failover", p)
           for i, p in enumerate(pr.failover))]
     rows = []
@@ -97,12 +104,12 @@ async def run_probes(plan: Plan, out: Path, op: Opened,
 
 
 async def _one(plan: Plan, out: Path, op: Opened, key: str, kind: str,
-               p: LatencyProbe | FailoverProbe, rep: int) -> dict[str, Any]:
+               p: LatencyProbe | FailoverProbe | JitterProbe, rep: int) -> dict[str, Any]:
     assert plan.probes is not None
     pr = plan.probes
     row: dict[str, Any] = {"sweep": plan.name, "kind": kind, "probe": key, "repeat": rep,
                            "src": p.src, "dst": p.dst,
-                           "placement": p.placement if isinstance(p, LatencyProbe) else None,
+                           "placement": getattr(p, "placement", None),
                            "interval_s": pr.interval_s, "status": "ok", "reason": None}
     need = [p.src, p.dst] + ([p.target] if isinstance(p, FailoverProbe) else [])
     missing = [n for n in need if n not in op.transports]
@@ -112,6 +119,8 @@ async def _one(plan: Plan, out: Path, op: Opened, key: str, kind: str,
         return row
     raw = out / "raw" / "probes" / key / f"r{rep}.txt"
     raw.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(p, JitterProbe):
+        return await _jitter(op, p, row, raw, out)
     errors: list[str] = []
     res = await ping_probe(
         op.transports[p.src], op.addresses[p.dst], pr.interval_s, pr.duration_s,
@@ -123,6 +132,49 @@ async def _one(plan: Plan, out: Path, op: Opened, key: str, kind: str,
                rtt_max_ms=res.rtt_max_ms, max_gap_s=res.max_gap_s, outage_s=res.outage_s,
                fault_s=res.fault_s)
     reason = "; ".join([*([res.error] if res.error else []), *errors]) or None
+    if reason:
+        row.update(status="failed", reason=reason)
+    return row
+
+
+async def _jitter(op: Opened, p: JitterProbe, row: dict[str, Any], raw: Path,
+                  out: Path) -> dict[str, Any]:
+    """``iperf3 --udp`` from ``p.src`` to a one-test server on ``p.dst``: the client's JSON
+    (``raw``, ``.json``) gives jitter (ms), loss (%) and the received rate; the server's
+    JSON is kept beside it (``-srv.json``). Failures set ``status``/``reason``."""
+    timeout = p.time_s + 30
+    srv = asyncio.ensure_future(op.transports[p.dst].run("exec " + server_command(p.port),
+                                                         timeout + 10))
+    await asyncio.sleep(0.5)  # the server listens within milliseconds
+    cmd = ["iperf3", "-c", op.addresses[p.dst], "-p", str(p.port), "-J", "-u", "-b",
+           p.bitrate, "-t", f"{p.time_s:g}", "--connect-timeout", "3000"]
+    reason = None
+    try:
+        res = await op.transports[p.src].run("exec " + " ".join(shlex.quote(a) for a in cmd),
+                                             timeout)
+    except (TimeoutError, OSError) as e:
+        res, reason = None, f"iperf3 client: {e}"
+    try:
+        sres = await asyncio.wait_for(srv, 5)
+        raw.with_name(raw.stem + "-srv.json").write_bytes(sres.stdout)
+    except (TimeoutError, OSError):
+        srv.cancel()
+        await asyncio.gather(srv, return_exceptions=True)
+    if res is not None:
+        path = raw.with_suffix(".json")
+        path.write_bytes(res.stdout)
+        row["raw"] = str(path.relative_to(out))
+        try:
+            r = parse_iperf(json.loads(res.stdout))
+        except (ValueError, KeyError, TypeError) as e:
+            reason = f"iperf3 output unreadable (exit {res.exit_status}): {e}; " + \
+                res.stderr.strip()[:200]
+        else:
+            reason = r.error
+            row.update(jitter_ms=r.jitter_ms, loss_pct=r.lost_percent, bw_mbit_s=r.mbit_s,
+                       sent=r.packets, received=(r.packets - r.lost_packets
+                                                 if r.packets is not None
+                                                 and r.lost_packets is not None else None))
     if reason:
         row.update(status="failed", reason=reason)
     return row

@@ -7,11 +7,14 @@ series), ``knees`` (every series along every axis with >= 3 values: the knee, it
 range, what follows), ``trends`` (the medians along each axis, the seeds' "by VMs" tables),
 ``by_bs`` (fio bandwidth by block size, the rest held fixed), ``failed`` (every repeat that
 was not ok, with its reason), ``flags`` (sanity flags by count), ``skipped`` (files),
-``probes`` (latency and fail-over probes, rows of ``sweep_probes``).
+``probes`` (latency, jitter and fail-over probes, rows of ``sweep_probes``), ``placement``
+(their medians by placement class); :func:`stacklens.sweep.output.finish` adds ``app``
+(pgbench per point) and ``app_failed``.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from typing import Any
 
@@ -83,6 +86,7 @@ def build_report(tables: dict[str, pl.DataFrame], knees: list[Knee],
                "n_targets": r["n_targets"]} for r in reps if r["status"] != "ok"]
     flags = Counter(f for r in reps for f in (r.get("flags") or "").split(",") if f)
     skipped = skipped or []
+    probes = tables["sweep_probes"].to_dicts() if "sweep_probes" in tables else []
     return {
         "version": REPORT_VERSION,
         "meta": meta or {},
@@ -100,9 +104,26 @@ def build_report(tables: dict[str, pl.DataFrame], knees: list[Knee],
         "failed": failed,
         "flags": dict(flags),
         "skipped": [{"file": f, "kind": k, "reason": why} for f, k, why in skipped],
-        "probes": [{k: _r(v, 4) for k, v in r.items()} for r in
-                   (tables["sweep_probes"].to_dicts() if "sweep_probes" in tables else [])],
+        "probes": [{k: _r(v, 4) for k, v in r.items()} for r in probes],
+        "placement": placement_classes(probes),
     }
+
+
+def placement_classes(probes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (kind, placement) of the ok latency / jitter probes: how many, the median of
+    ``jitter_ms``, ``loss_pct`` and ``rtt_p50_ms`` (None where the kind has none)."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in probes:
+        if r.get("kind") in ("latency", "jitter") and r.get("status") == "ok":
+            groups.setdefault((r["kind"], r.get("placement") or ""), []).append(r)
+    out = []
+    for (kind, place), rows in sorted(groups.items()):
+        row: dict[str, Any] = {"kind": kind, "placement": place, "n": len(rows)}
+        for c in ("jitter_ms", "loss_pct", "rtt_p50_ms"):
+            vals = [r[c] for r in rows if r.get(c) is not None]
+            row[c] = _r(statistics.median(vals), 4) if vals else None
+        out.append(row)
+    return out
 
 
 def _short(series: dict[str, Any]) -> str:
@@ -178,6 +199,16 @@ def render(rep: dict[str, Any]) -> Group:
                          ("loss_pct", "rtt_p50_ms", "rtt_p99_ms", "outage_s", "fault_s")),
                        (r.get("reason") or "")[:80])
         parts.append(pt)
+    if rep.get("placement"):
+        lt = Table(title="latency by placement class (medians over ok probes)")
+        for c in ("kind", "placement", "n", "jitter ms", "loss %", "rtt p50 ms"):
+            lt.add_column(c)
+        for r in rep["placement"]:
+            lt.add_row(r["kind"], r["placement"], str(r["n"]), *(
+                "" if r[c] is None else f"{r[c]:g}" for c in ("jitter_ms", "loss_pct",
+                                                              "rtt_p50_ms")))
+        parts.append(lt)
+    parts += _app_parts(rep)
     if rep["skipped"]:
         st = Table(title=f"skipped files ({len(rep['skipped'])}; all of them in --json)")
         for c in ("kind", "file", "reason"):
@@ -186,3 +217,29 @@ def render(rep: dict[str, Any]) -> Group:
             st.add_row(r["kind"], r["file"][-70:], r["reason"][:60])
         parts.append(st)
     return Group(*parts)
+
+
+def _app_parts(rep: dict[str, Any]) -> list[Any]:
+    parts: list[Any] = []
+    if rep.get("app"):
+        at = Table(title="application workload: pgbench (median over ok repeats of the sum "
+                         "over clients)")
+        for c in ("point", "clients", "conns", "TPS", "TPS min-max", "TPM", "lat ms",
+                  "cpu %", "ok/repeats"):
+            at.add_column(c, justify="left" if c == "point" else "right")
+        for r in rep["app"][:MAX_ROWS]:
+            def f(v: Any, fmt: str = ",.1f") -> str:
+                return "" if v is None else format(v, fmt)
+            at.add_row(r["point"], str(r["n_targets"]), str(r["connections"]), f(r["tps"]),
+                       f"{f(r['tps_min'])}-{f(r['tps_max'])}", f(r["tpm"], ",.0f"),
+                       f(r["lat_mean_ms"], ".3f"), f(r["cpu_pct_mean"]),
+                       f"{r['n_ok']}/{r['n_repeats']}")
+        parts.append(at)
+    if rep.get("app_failed"):
+        ft = Table(title="pgbench repeats not ok (kept)")
+        for c in ("point", "repeat", "status", "reason"):
+            ft.add_column(c)
+        for r in rep["app_failed"][:MAX_ROWS]:
+            ft.add_row(r["point"], str(r["repeat"]), r["status"], str(r["reason"])[:120])
+        parts.append(ft)
+    return parts

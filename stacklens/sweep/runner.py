@@ -6,6 +6,7 @@ Layout of a sweep folder::
     <out>/plan.json                     the validated plan
     <out>/journal.jsonl                 one PointRun per finished point repeat (append only)
     <out>/probes.jsonl                  one sweep_probes row per finished probe repeat
+    <out>/app.jsonl                     one pgbench point repeat per line (app_run)
     <out>/raw/<point>/r<repeat>/<target>.json       the tool's JSON (stdout) as produced
     <out>/raw/<point>/r<repeat>/<target>.stderr     its stderr (fio / iperf3 messages)
     <out>/raw/<point>/r<repeat>/<server>-srv<i>.json  iperf3 server side
@@ -27,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stacklens.sweep.app_run import app_names, run_app
 from stacklens.sweep.fio import fio_command
 from stacklens.sweep.iperf import client_command, server_command
 from stacklens.sweep.plan import Plan, Point, points
@@ -61,6 +63,7 @@ class SweepOutcome:
     failed: int
     runs: list[PointRun]
     probes: list[dict[str, Any]] = field(default_factory=list)
+    app: list[dict[str, Any]] = field(default_factory=list)
 
 
 def read_journal(out: Path) -> dict[tuple[str, int], PointRun]:
@@ -199,9 +202,10 @@ async def run_sweep(plan: Plan, out: Path, opts: RunOptions = RunOptions(),
     be written."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan.json").write_text(plan.model_dump_json(indent=2))
-    todo = points(plan)
+    todo = [p for p in points(plan) if p.tool != "pgbench"]  # pgbench: app_run.run_app
     done = read_journal(out)
-    names = {n for p in todo for n in (*p.targets, *p.servers)} | probe_names(plan)
+    names = ({n for p in todo for n in (*p.targets, *p.servers)} | probe_names(plan)
+             | app_names(plan))
     say = opts.on_event or (lambda _s: None)
     op = await open_targets(plan, names)
     for n, err in sorted(op.errors.items()):
@@ -227,13 +231,15 @@ async def run_sweep(plan: Plan, out: Path, opts: RunOptions = RunOptions(),
                          plan.iperf3.pause_s if plan.iperf3 else 0.0)
                 if pause and i + 1 < len(todo):
                     await asyncio.sleep(pause)
+        app = await run_app(plan, out, op, say, opts.retry_failed, clock)
         probes = await run_probes(plan, out, op, say)
         if ran and plan.fio is not None:
             await _remove_files(plan, op)
     finally:
         await op.close()
     keys = [(p.key, p.repeat) for p in todo]
-    return SweepOutcome(ran, skipped, failed, [done[k] for k in keys if k in done], probes)
+    return SweepOutcome(ran, skipped, failed, [done[k] for k in keys if k in done], probes,
+                        app)
 
 
 async def _remove_files(plan: Plan, op: Opened) -> None:
