@@ -34,7 +34,15 @@ from stacklens.sweep.app import (
 from stacklens.sweep.plan import Plan, points
 from stacklens.sweep.targets import Opened, barrier_script, start_of
 
-__all__ = ["APP_JOURNAL", "app_names", "app_points", "app_tables", "app_summary", "read_app", "run_app"]
+__all__ = [
+    "APP_JOURNAL",
+    "app_names",
+    "app_points",
+    "app_summary",
+    "app_tables",
+    "read_app",
+    "run_app",
+]
 
 APP_JOURNAL = "app.jsonl"
 SLACK_S = 60.0

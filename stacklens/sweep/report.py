@@ -26,8 +26,10 @@ from stacklens.sweep.knee import Knee
 
 __all__ = ["REPORT_VERSION", "build_report", "render"]
 
-#: History: 1 = first version (overview, max, knees, trends, by_bs, failed, flags, skipped).
-REPORT_VERSION = 1
+#: History: 1 = first version (overview, max, knees, trends, by_bs, failed, flags, skipped);
+#: 2 = adds ``app``, ``app_failed`` (pgbench TPS/TPM) and ``placement`` (jitter probes), and the
+#: sanity ``limits`` used.
+REPORT_VERSION = 2
 MAX_ROWS = 200  # per section in the terminal; the JSON has everything
 
 
