@@ -24,18 +24,7 @@ if [ -x /usr/sbin/mariadbd ] && [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] \
   step "mariadb-server and rabbitmq-server already installed"
 else
   step "installing mariadb-server rabbitmq-server (system services are not started)"
-  export DEBIAN_FRONTEND=noninteractive
-  guard=""
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\n# stacklens lab-setup: no service starts during this install\nexit 101\n' \
-      > /usr/sbin/policy-rc.d
-    chmod +x /usr/sbin/policy-rc.d
-    guard=1
-  fi
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends mariadb-server mariadb-client rabbitmq-server \
-    >/dev/null
-  if [ -n "$guard" ]; then rm -f /usr/sbin/policy-rc.d; fi
+  bash .ci/apt-quiet.sh lab-setup mariadb-server mariadb-client rabbitmq-server
 fi
 took "Debian packages" "$t"
 

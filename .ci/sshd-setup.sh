@@ -17,16 +17,5 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 0
 fi
 step "installing openssh-server openssh-client (the system sshd is not started)"
-export DEBIAN_FRONTEND=noninteractive
-guard=""
-if [ ! -e /usr/sbin/policy-rc.d ]; then
-  printf '#!/bin/sh\n# stacklens sshd-setup: no service starts during this install\nexit 101\n' \
-    > /usr/sbin/policy-rc.d
-  chmod +x /usr/sbin/policy-rc.d
-  guard=1
-fi
-cleanup() { if [ -n "$guard" ]; then rm -f /usr/sbin/policy-rc.d; fi; }
-trap cleanup EXIT
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends openssh-server openssh-client >/dev/null
+bash "$(dirname "$0")/apt-quiet.sh" sshd-setup openssh-server openssh-client
 step "installed $(/usr/sbin/sshd -V 2>&1 | head -n1 || true)"

@@ -24,16 +24,5 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 0
 fi
 step "installing ${need[*]}"
-export DEBIAN_FRONTEND=noninteractive
-guard=""
-if [ ! -e /usr/sbin/policy-rc.d ]; then
-  printf '#!/bin/sh\n# stacklens sweep-setup: no service starts during this install\nexit 101\n' \
-    > /usr/sbin/policy-rc.d
-  chmod +x /usr/sbin/policy-rc.d
-  guard=1
-fi
-cleanup() { if [ -n "$guard" ]; then rm -f /usr/sbin/policy-rc.d; fi; }
-trap cleanup EXIT
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+bash "$(dirname "$0")/apt-quiet.sh" sweep-setup "${need[@]}"
 step "installed: $(fio --version) $(iperf3 --version | head -n1)"
