@@ -6,7 +6,6 @@ iperf3's reason. Needs root, ip, tc, iperf3 and ping (skip with the reason)."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import subprocess
 
 import polars as pl
@@ -15,15 +14,7 @@ import pytest
 from stacklens.sweep import finish, parse_plan, run_sweep
 from stacklens.sweep.netlab import NetLab, netlab_unavailable
 
-
-def _why() -> str | None:
-    for tool in ("iperf3", "ping", "tc"):
-        if shutil.which(tool) is None:
-            return f"{tool} not installed (bash .ci/sweep-setup.sh)"
-    return netlab_unavailable()
-
-
-WHY = _why()
+WHY = netlab_unavailable(("iperf3", "ping", "tc"))
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ table for ping's -D lines. Namespace tests need root, ip, tc and ping (skip with
 from __future__ import annotations
 
 import asyncio
-import shutil
 import subprocess
 
 import pytest
@@ -36,14 +35,7 @@ def test_parse_and_outage_table():
     assert outage([], 0.02).max_gap_s is None
 
 
-def _why() -> str | None:
-    for tool in ("ping", "tc"):
-        if shutil.which(tool) is None:
-            return f"{tool} not installed (bash .ci/sweep-setup.sh)"
-    return netlab_unavailable()
-
-
-WHY = _why()
+WHY = netlab_unavailable(("ping", "tc"))
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import subprocess
 import sys
 
@@ -17,15 +16,7 @@ from stacklens.sweep import RunOptions, finish, parse_plan, run_sweep
 from stacklens.sweep.netlab import NetLab, netlab_unavailable
 from stacklens.sweep.output import plan_limits
 
-
-def _why_not() -> str | None:
-    for tool in ("fio", "iperf3"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed (bash .ci/sweep-setup.sh)"
-    return netlab_unavailable()
-
-
-WHY = _why_not()
+WHY = netlab_unavailable(("fio", "iperf3"))
 pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
 
 

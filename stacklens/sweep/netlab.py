@@ -17,6 +17,7 @@ import os
 import secrets
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["NetLab", "netlab_unavailable"]
@@ -25,8 +26,12 @@ MAX_HOSTS = 32
 SUBNET = "192.0.2"
 
 
-def netlab_unavailable() -> str | None:
-    """Why namespace test hosts cannot be made here (None: they can)."""
+def netlab_unavailable(tools: Sequence[str] = ()) -> str | None:
+    """Why namespace test hosts running ``tools`` (e.g. ``("fio", "iperf3")``) cannot be made
+    here (None: they can)."""
+    for tool in tools:
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (bash .ci/sweep-setup.sh)"
     if os.geteuid() != 0:
         return "network namespaces need root"
     if shutil.which("ip") is None:
