@@ -10,10 +10,12 @@ A run is any folder :class:`stacklens.store.RunStore` reads: measured (``stackle
 * client view, from ``requests`` (scenario, outcome, create_s, delete_s, submit_ns, gone_ns)
   when the table exists (``stacklens run``, Rally imports);
 * metadata, from the manifest and the tables: stacklens version, scenario, inputs, hosts
-  (``spans.host`` / ``events.host``), service versions and captured config files when the run
-  section carries them (``run.service_versions``: ``{service: version}``;
-  ``run.config_files``: ``{path: sha256}``) or a ``<run>/config/`` folder holds (INI files
-  option by option, so a changed ``[filter_scheduler] host_subset_size`` shows as itself).
+  (``spans.host`` / ``events.host``, else the run section's ``hosts``), service versions and
+  captured config files when the run section carries them (``run.service_versions``:
+  ``{service: version}``; ``run.config_files``: ``{path: sha256}``, as
+  :func:`stacklens.drive.capture.capture` writes them) or a ``<run>/config/`` folder holds (INI
+  files option by option, so a changed ``[filter_scheduler] host_subset_size`` shows as itself;
+  a file whose options are read is not listed again by its hash).
 """
 
 from __future__ import annotations
@@ -104,13 +106,15 @@ def _meta(store: RunStore) -> dict[str, Any]:
         "source": run.get("source") or ("stacklens run" if run else "logs"),
         "scenario": scenario,
         "inputs": ", ".join(m.inputs or run.get("inputs") or []) or None,
-        "hosts": _hosts(store),
+        "hosts": _hosts(store) or sorted(str(h) for h in run.get("hosts") or []),
     }
     meta["node_count"] = len(meta["hosts"])
     for k, v in sorted((run.get("service_versions") or {}).items()):
         meta[f"version:{k}"] = v
-    configs = dict(run.get("config_files") or {})
-    configs.update(_config_options(store.path))
+    options = _config_options(store.path)
+    read = {k.split(" [", 1)[0] for k in options}
+    configs = {k: v for k, v in (run.get("config_files") or {}).items() if k not in read}
+    configs.update(options)
     for k, v in sorted(configs.items()):
         meta[f"config:{k}"] = v
     return meta
