@@ -103,6 +103,28 @@ def test_compare_reads_what_a_run_captured(tmp_path):
         None, "4"]
     assert "config:nova/nova.conf" not in meta
     assert not any("hunter" in str(m["values"]) for m in meta.values())
+    # the section name is text, not terminal markup
+    from stacklens.compare.render import render_text
+
+    assert "nova/nova.conf [filter_scheduler] host_subset_size" in render_text(r, width=200)
+
+
+def test_run_window_keeps_only_the_runs_own_requests(tmp_path):
+    """A request that started before the run (the previous run's tail, read through the logs'
+    60 s margin) is left out, with a note; one inside the run is kept."""
+    s = 1_000_000_000
+    out = tmp_path / "run"
+    store = RunStore(out)
+    store.write({"traces": pl.DataFrame({
+        "trace_id": ["old", "mine", "late"], "operation": ["server.delete", "server.create",
+                                                          "server.create"],
+        "dur_s": [1.0, 2.0, 3.0], "outcome": ["success"] * 3, "http_status": [204, 202, 202],
+        "start_ns": [50 * s, 101 * s, 300 * s], "end_ns": [51 * s, 103 * s, 303 * s]})})
+    store.write_section("run", {"run_id": "x", "state": "finished", "started_ns": 100 * s,
+                                "ended_ns": 200 * s})
+    run = load_run(out)
+    assert run.traces["trace_id"].to_list() == ["mine"]
+    assert run.notes == ["2 requests outside the run's window (its logs' margin) left out"]
 
 
 def test_api_versions_reads_novas_version_document():

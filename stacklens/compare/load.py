@@ -7,6 +7,9 @@ A run is any folder :class:`stacklens.store.RunStore` reads: measured (``stackle
   ``breakdown`` (trace_id, component, dur_s): *requests* are traces with ``http_status`` not
   null, as in :mod:`stacklens.analyze.queries`; a run imported from OSProfiler (manifest
   ``run.source == "osprofiler"``) has no HTTP status at all, so there every trace is a request;
+  a ``stacklens run`` folder (manifest ``run.started_ns``/``ended_ns``) keeps only the requests
+  that started within the run, :data:`WINDOW_MARGIN_NS` either side: its logs are read with a
+  60 s margin, which holds the previous run's last requests when two runs follow each other;
 * client view, from ``requests`` (scenario, outcome, create_s, delete_s, submit_ns, gone_ns)
   when the table exists (``stacklens run``, Rally imports);
 * metadata, from the manifest and the tables: stacklens version, scenario, inputs, hosts
@@ -33,7 +36,11 @@ from stacklens.errors import InputNotFound, StoreError
 from stacklens.store import RunStore
 from stacklens.vocab import DONE_OUTCOMES
 
-__all__ = ["RunData", "load_run"]
+__all__ = ["WINDOW_MARGIN_NS", "RunData", "load_run"]
+
+#: Requests of a ``stacklens run`` folder count when they start at most this long (ns) before
+#: the run's first request or after its end (clock correction leaves milliseconds on the lab).
+WINDOW_MARGIN_NS = 5_000_000_000
 
 
 @dataclass(frozen=True)
@@ -147,6 +154,15 @@ def load_run(path: str | Path, name: str | None = None) -> RunData:
             notes.append("OSProfiler traces carry no HTTP status: every trace counts as a request")
         else:
             t = t.filter(pl.col("http_status").is_not_null())
+        run = store.read_manifest().run or {}
+        lo, hi = run.get("started_ns"), run.get("ended_ns")
+        if isinstance(lo, int) and isinstance(hi, int) and t.height:
+            inside = t.filter(pl.col("start_ns").is_between(lo - WINDOW_MARGIN_NS,
+                                                            hi + WINDOW_MARGIN_NS))
+            if inside.height < t.height:
+                notes.append(f"{t.height - inside.height} requests outside the run's window "
+                             "(its logs' margin) left out")
+            t = inside
         traces = t.select(traces.columns)
         if store.has("breakdown"):
             ok = traces.filter(pl.col("outcome").is_in(list(DONE_OUTCOMES)))
