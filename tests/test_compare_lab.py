@@ -10,7 +10,7 @@ really differ, significantly (2.5x). Each run gets a freshly started lab: a seco
 lab was measured 1.4x to 2.3x faster in conductor, scheduler and placement.
 
 Needs the lab (see tests/test_lab.py: skips with the reason without it) and the Jaeger binary
-(tests/test_export_otlp.py: skips without it). Takes about seven minutes on 2 cores: three
+(tests/test_export_otlp.py: skips without it). Takes about nine minutes on 2 cores (measured 543 s): three
 ``lab up``, three storms of :data:`SERVERS` servers. Every loop is bounded; the lab is always
 brought down.
 """
