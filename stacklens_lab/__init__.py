@@ -18,7 +18,7 @@ inside the lab python), :mod:`~stacklens_lab.neutron_standin`.
 """
 
 from stacklens_lab.config import LAB_CLOUD, LabCloud, LabSpec, Ports, default_lab_dir, lab_cloud
-from stacklens_lab.lab import down, read_state, status, up
+from stacklens_lab.lab import down, read_state, run_facts, status, up
 
 __all__ = [
     "LAB_CLOUD",
@@ -29,6 +29,7 @@ __all__ = [
     "down",
     "lab_cloud",
     "read_state",
+    "run_facts",
     "status",
     "up",
 ]

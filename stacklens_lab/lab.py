@@ -49,7 +49,7 @@ from stacklens_lab.config import (
 )
 from stacklens_lab.deps import Binaries, check
 
-__all__ = ["down", "read_state", "status", "up"]
+__all__ = ["down", "read_state", "run_facts", "status", "up"]
 
 Say = Callable[[str], None]
 _TIERS = (  # stop order: clients of a tier first
@@ -294,6 +294,29 @@ def read_state(root: Path) -> dict | None:
         return json.loads(LabPaths(root).state.read_text())
     except (OSError, ValueError):
         return None
+
+
+def run_facts(root: Path) -> dict | None:
+    """What a load run against the lab at ``root`` records about it (``stacklens run``), or
+    None when no ``up`` succeeded there: ``{"config_root": Path (etc/), "config_files": [Path]
+    (every file under etc/, sorted), "service_versions": {distribution: version} (the lab
+    python's, as ``up`` probed them, plus ``python``), "hosts": ["controller", "fake-1", ...],
+    "lab": {"computes", "workers", "scheduler_spread", "max_concurrent_builds"}}``. Reads files
+    only; secrets in the files are the reader's to redact."""
+    state = read_state(root)
+    if state is None:
+        return None
+    paths = LabPaths(root)
+    spec = state.get("spec") or {}
+    files = sorted(p for p in paths.etc.rglob("*") if p.is_file()) if paths.etc.is_dir() else []
+    versions = {str(k): str(v) for k, v in (state.get("versions") or {}).items()}
+    if state.get("python_version"):
+        versions["python"] = str(state["python_version"])
+    computes = int(spec.get("computes") or 0)
+    return {"config_root": paths.etc, "config_files": files, "service_versions": versions,
+            "hosts": [CONTROLLER] + [f"fake-{i}" for i in range(1, computes + 1)],
+            "lab": {k: spec.get(k) for k in ("computes", "workers", "scheduler_spread",
+                                              "max_concurrent_builds")}}
 
 
 def status(root: Path) -> dict:

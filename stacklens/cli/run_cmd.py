@@ -21,6 +21,7 @@ from rich.table import Table
 
 from stacklens.cli._connection import choose_connection
 from stacklens.cli._render import FORCE, Ticker, analyze_store, print_report
+from stacklens.drive.capture import CloudFacts
 from stacklens.drive.pacer import DriveStats
 from stacklens.drive.scenario import load_scenario
 from stacklens.drive.session import RunResult, finalize_records, run_scenario, summarize
@@ -62,6 +63,22 @@ def _print_summary(res: RunResult, durations: tuple[str, ...]) -> None:
     Console().print(t)
 
 
+def _cloud_facts(cloud: str | None, config_files: list[Path]) -> CloudFacts:
+    """What the run records about the cloud: for the local lab its config files, versions and
+    hosts (:func:`stacklens_lab.run_facts`), plus any ``--config-file``; always the compute API's
+    version document."""
+    from stacklens_lab import LAB_CLOUD, default_lab_dir, run_facts
+
+    files = [p.resolve() for p in config_files]
+    lab = run_facts(default_lab_dir()) if cloud == LAB_CLOUD else None
+    if lab is None:
+        return CloudFacts(config_files=tuple(files), query_api=True)
+    return CloudFacts(config_files=tuple(lab["config_files"] + files),
+                      config_root=lab["config_root"],
+                      service_versions=lab["service_versions"], hosts=tuple(lab["hosts"]),
+                      query_api=True, extra={"lab": lab["lab"]})
+
+
 def _server_view(out: Path, sources: list[str], res: RunResult, quiet: bool) -> None:
     """Read the cloud's logs of the run window into the same run folder, trace them and report
     client and server views side by side (``report.json`` key ``client_server``)."""
@@ -89,6 +106,10 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
     logs: list[str] = typer.Option([], "--logs", help="Log folders to read after the load "
                                    "(repeatable; default: the scenario's 'logs')."),
+    config_files: list[Path] = typer.Option([], "--config-file", help="A config file of the "
+                                            "cloud to keep (redacted) in RUN/config/ for "
+                                            "`stacklens compare` (repeatable; the lab's are "
+                                            "kept without asking)."),
     force: bool = FORCE,
 ) -> None:
     """Boot servers as the scenario says, watch them with one list call per poll interval,
@@ -99,6 +120,7 @@ def run(
     # precedence: --endpoint, --cloud, the scenario's client.endpoint, the scenario's cloud
     chosen = choose_connection(cloud, endpoint, token, scn.cloud, scn.client.endpoint)
     conn, lab_logs = chosen.connection, chosen.lab_logs
+    facts = _cloud_facts(cloud or scn.cloud, config_files)
     quiet = as_json or not err.is_terminal
     wl_name = scn.workload.chosen()[0]
     kind = "servers" if wl_name == "boot_servers" else f"{wl_name} steps"
@@ -140,7 +162,7 @@ def run(
             loop.add_signal_handler(signal.SIGINT, on_sigint)
             try:
                 return await run_scenario(scn, conn, out, scenario_text=text, on_tick=on_tick,
-                                          on_plan=on_plan, computes=computes)
+                                          on_plan=on_plan, computes=computes, cloud=facts)
             finally:
                 loop.remove_signal_handler(signal.SIGINT)
 

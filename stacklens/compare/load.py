@@ -7,13 +7,18 @@ A run is any folder :class:`stacklens.store.RunStore` reads: measured (``stackle
   ``breakdown`` (trace_id, component, dur_s): *requests* are traces with ``http_status`` not
   null, as in :mod:`stacklens.analyze.queries`; a run imported from OSProfiler (manifest
   ``run.source == "osprofiler"``) has no HTTP status at all, so there every trace is a request;
+  a ``stacklens run`` folder (manifest ``run.started_ns``/``ended_ns``) keeps only the requests
+  that started within the run, :data:`WINDOW_MARGIN_NS` either side: its logs are read with a
+  60 s margin, which holds the previous run's last requests when two runs follow each other;
 * client view, from ``requests`` (scenario, outcome, create_s, delete_s, submit_ns, gone_ns)
   when the table exists (``stacklens run``, Rally imports);
 * metadata, from the manifest and the tables: stacklens version, scenario, inputs, hosts
-  (``spans.host`` / ``events.host``), service versions and captured config files when the run
-  section carries them (``run.service_versions``: ``{service: version}``;
-  ``run.config_files``: ``{path: sha256}``) or a ``<run>/config/`` folder holds (INI files
-  option by option, so a changed ``[filter_scheduler] host_subset_size`` shows as itself).
+  (``spans.host`` / ``events.host``, else the run section's ``hosts``), service versions and
+  captured config files when the run section carries them (``run.service_versions``:
+  ``{service: version}``; ``run.config_files``: ``{path: sha256}``, as
+  :func:`stacklens.drive.capture.capture` writes them) or a ``<run>/config/`` folder holds (INI
+  files option by option, so a changed ``[filter_scheduler] host_subset_size`` shows as itself;
+  a file whose options are read is not listed again by its hash).
 """
 
 from __future__ import annotations
@@ -31,7 +36,11 @@ from stacklens.errors import InputNotFound, StoreError
 from stacklens.store import RunStore
 from stacklens.vocab import DONE_OUTCOMES
 
-__all__ = ["RunData", "load_run"]
+__all__ = ["WINDOW_MARGIN_NS", "RunData", "load_run"]
+
+#: Requests of a ``stacklens run`` folder count when they start at most this long (ns) before
+#: the run's first request or after its end (clock correction leaves milliseconds on the lab).
+WINDOW_MARGIN_NS = 5_000_000_000
 
 
 @dataclass(frozen=True)
@@ -104,13 +113,15 @@ def _meta(store: RunStore) -> dict[str, Any]:
         "source": run.get("source") or ("stacklens run" if run else "logs"),
         "scenario": scenario,
         "inputs": ", ".join(m.inputs or run.get("inputs") or []) or None,
-        "hosts": _hosts(store),
+        "hosts": _hosts(store) or sorted(str(h) for h in run.get("hosts") or []),
     }
     meta["node_count"] = len(meta["hosts"])
     for k, v in sorted((run.get("service_versions") or {}).items()):
         meta[f"version:{k}"] = v
-    configs = dict(run.get("config_files") or {})
-    configs.update(_config_options(store.path))
+    options = _config_options(store.path)
+    read = {k.split(" [", 1)[0] for k in options}
+    configs = {k: v for k, v in (run.get("config_files") or {}).items() if k not in read}
+    configs.update(options)
     for k, v in sorted(configs.items()):
         meta[f"config:{k}"] = v
     return meta
@@ -143,6 +154,15 @@ def load_run(path: str | Path, name: str | None = None) -> RunData:
             notes.append("OSProfiler traces carry no HTTP status: every trace counts as a request")
         else:
             t = t.filter(pl.col("http_status").is_not_null())
+        run = store.read_manifest().run or {}
+        lo, hi = run.get("started_ns"), run.get("ended_ns")
+        if isinstance(lo, int) and isinstance(hi, int) and t.height:
+            inside = t.filter(pl.col("start_ns").is_between(lo - WINDOW_MARGIN_NS,
+                                                            hi + WINDOW_MARGIN_NS))
+            if inside.height < t.height:
+                notes.append(f"{t.height - inside.height} requests outside the run's window "
+                             "(its logs' margin) left out")
+            t = inside
         traces = t.select(traces.columns)
         if store.has("breakdown"):
             ok = traces.filter(pl.col("outcome").is_in(list(DONE_OUTCOMES)))

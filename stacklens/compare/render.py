@@ -22,6 +22,7 @@ from typing import Any
 
 from plotly.offline import get_plotlyjs
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 __all__ = ["render_html", "render_text"]
@@ -68,7 +69,7 @@ def _dur_table(title: str, rows: list[dict[str, Any]], key: list[str], names: li
     shown = sorted(rows, key=lambda r: (not any(c.get("significant") for c in r["changes"]),
                                         -sum(s["n"] for s in r["stats"])))[:limit]
     for r in shown:
-        cells = [str(r[k]) for k in key]
+        cells = [escape(str(r[k])) for k in key]
         for s in r["stats"]:
             ok = f" ({_pct(s['success_rate'])})" if s.get("success_rate") is not None else ""
             cells += [str(s["n"]), f"{_s(s['p50_s'])}/{_s(s['p95_s'])}{ok}"]
@@ -93,7 +94,7 @@ def render_text(result: dict[str, Any], width: int = 120, color: bool = False) -
     if result["regressions"]:
         con.print("[bold red]Regressions beyond the threshold:[/]")
         for line in result["regressions"]:
-            con.print(f"  - {line}")
+            con.print(f"  - {escape(line)}")
     else:
         con.print("[green]No significant regression beyond the threshold.[/]")
     t = Table(title="Headline (requests)", title_justify="left")
@@ -120,11 +121,11 @@ def render_text(result: dict[str, Any], width: int = 120, color: bool = False) -
     diff = [m for m in result["metadata"] if m["differs"]]
     if diff:
         t = Table(title="What differs between the runs", title_justify="left")
-        t.add_column("key")
+        t.add_column("key", no_wrap=True)  # one line per key: values wrap, keys do not
         for n in names:
             t.add_column(n)
         for m in diff:
-            t.add_row(m["key"], *[_s(v) for v in m["values"]])
+            t.add_row(escape(m["key"]), *[escape(_s(v)) for v in m["values"]])
         con.print(t)
     else:
         con.print("Metadata: the runs do not differ in version, scenario, inputs or hosts.")
@@ -137,7 +138,7 @@ def render_text(result: dict[str, Any], width: int = 120, color: bool = False) -
                               f"{'/' + r['component'] if 'component' in r else ''}: {w}"
                               for w in ch.get("warnings", [])]
     for w in warns[:20]:
-        con.print(f"[yellow]warning:[/] {w}")
+        con.print(f"[yellow]warning:[/] {escape(w)}")
     return buf.getvalue()
 
 

@@ -7,8 +7,10 @@ Run folder (on top of :mod:`stacklens.store`'s layout)::
 
     requests.jsonl            record snapshots as they happened (see stacklens.drive.records)
     scenario.yaml             the scenario as given
+    config/                   the cloud's config files, secrets redacted (stacklens.drive.capture)
     tables/requests.parquet   the canonical requests table (last snapshot per server)
-    manifest.json             "run": run id, name prefix, endpoint, plan, stats, SLA, leftovers
+    manifest.json             "run": run id, name prefix, endpoint, plan, stats, SLA, leftovers,
+                              and with ``cloud`` facts: service_versions, config_files, hosts
 
 The manifest's ``run`` section is written before the first server is asked for, so
 ``stacklens cleanup RUN`` finds the prefix even after a killed run.
@@ -24,6 +26,7 @@ from typing import Any
 
 import httpx
 
+from stacklens.drive.capture import CloudFacts, api_versions, capture
 from stacklens.drive.client import ComputeClient, Connection
 from stacklens.drive.clock import Clock
 from stacklens.drive.pacer import DriveStats, DriveSummary
@@ -80,10 +83,13 @@ async def run_scenario(
     on_plan: Callable[[RunPlan], None] | None = None,
     computes: int | None = None,
     run_id: str | None = None,
+    cloud: CloudFacts | None = None,
 ) -> RunResult:
     """Drive ``scn`` against ``conn`` and write the run folder ``out``; the workload type the
-    scenario names plans and drives it. Raises UserError (folder already holds a run, unknown
-    flavor/image...); failures during the run are records."""
+    scenario names plans and drives it. ``cloud``: what is known of the cloud (its config files
+    are copied, redacted, to ``out/config/``; versions and hosts go to the manifest's ``run``
+    section, see :func:`stacklens.drive.capture.capture`). Raises UserError (folder already
+    holds a run, unknown flavor/image...); failures during the run are records."""
     out = Path(out)
     wl = _workload(scn)
     if (out / REQUESTS_JSONL).exists():
@@ -103,6 +109,11 @@ async def run_scenario(
             "cloud": scn.cloud, "connection": conn.describe(), "plan": plan.describe(),
             "logs": scn.logs, "state": "running",
         }
+        if cloud is not None:
+            versions = dict(cloud.service_versions)
+            if cloud.query_api:
+                versions.update(await api_versions(client))
+            run_info.update(capture(dataclasses.replace(cloud, service_versions=versions), out))
         store.write_section("run", run_info)
         with RecordWriter(out / REQUESTS_JSONL) as writer:
             driver = wl.driver(plan, client, writer, clock=clock, prober=prober,
