@@ -36,7 +36,11 @@ from stacklens.errors import InputNotFound, StoreError
 from stacklens.store import RunStore
 from stacklens.vocab import DONE_OUTCOMES
 
-__all__ = ["WINDOW_MARGIN_NS", "RunData", "load_run"]
+__all__ = [
+    "RunData",
+    "WINDOW_MARGIN_NS",
+    "load_run",
+]
 
 #: Requests of a ``stacklens run`` folder count when they start at most this long (ns) before
 #: the run's first request or after its end (clock correction leaves milliseconds on the lab).

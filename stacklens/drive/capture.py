@@ -26,7 +26,13 @@ from typing import Any
 
 from stacklens.drive.client import ComputeClient
 
-__all__ = ["REDACTED", "CloudFacts", "api_versions", "capture", "redact_config_text"]
+__all__ = [
+    "CloudFacts",
+    "REDACTED",
+    "api_versions",
+    "capture",
+    "redact_config_text",
+]
 
 REDACTED = "***"
 
