@@ -484,3 +484,54 @@ __all__ = sorted([*__all__, "SWEEP_APP", "SWEEP_APP_REPEATS", "SWEEP_APP_SERIES"
                   "SWEEP_RESOURCES", "SWEEP_POINTS", "SWEEP_PROBES", "SWEEP_REPEATS", "SWEEP_SKIPPED",
                   "SWEEP_SUMMARY"])
 # ==== end of sweep tables ==========================================================================
+
+
+# ==== broker tables (issue 8: stacklens.broker) ===================================================
+#: One row per firehose event: a message published to an exchange (``direction = publish``) or
+#: delivered from a queue (``deliver``); fan-out amplification = deliveries / publishes. Decoded
+#: from the oslo.messaging envelope (:mod:`stacklens.broker.decode`); bodies are not kept.
+MESSAGES: Columns = {
+    "ts_ns": pl.Int64(),  # when the recorder received the trace event, ns since epoch, UTC
+    "direction": pl.String(),  # publish, deliver
+    "exchange": pl.String(),  # "" for the default exchange (replies)
+    "routing_key": pl.String(),  # first routing key of the publish
+    "queue": pl.String(),  # deliveries: the queue delivered from; null for publishes
+    "kind": pl.String(),  # call, cast, fanout, reply, notification, unknown
+    "method": pl.String(),  # RPC method (calls, casts, fanouts)
+    "namespace": pl.String(),  # RPC target namespace, e.g. baseapi; null when none
+    "version": pl.String(),  # RPC API version the sender asked for
+    "topic": pl.String(),  # call/cast routing key (compute.fake-1), fanout topic, notif. topic
+    "msg_id": pl.String(),  # call and its reply (oslo.messaging _msg_id, 32 hex)
+    "unique_id": pl.String(),  # _unique_id of every RPC message (the CAST log line's id)
+    "reply_q": pl.String(),  # the caller's reply queue (calls, replies)
+    "request_id": pl.String(),  # context request_id (req-<uuid>)
+    "global_request_id": pl.String(),  # context global_request_id
+    "user_id": pl.String(),
+    "project_id": pl.String(),
+    "event_type": pl.String(),  # notifications
+    "priority": pl.String(),  # notifications: INFO, ERROR, ...
+    "failure": pl.Boolean(),  # replies: carried a remote exception
+    "ending": pl.Boolean(),  # replies: the last reply of the call
+    "envelope": pl.String(),  # "2.0", "none" (unwrapped), "undecodable"
+    "context": pl.String(),  # selected context keys as JSON, secrets masked "***"
+    "size_bytes": pl.Int64(),  # body bytes as published
+    "node": pl.String(),  # RabbitMQ node
+    "connection": pl.String(),  # RabbitMQ's connection name (ip:port -> ip:port)
+    "conn_name": pl.String(),  # the client's name (oslo.messaging <binary>:<pid>:<uuid>)
+    "client_binary": pl.String(),  # from conn_name: nova-compute, nova-conductor, ...
+    "client_pid": pl.Int32(),  # from conn_name; joins events.pid for the host
+    "redelivered": pl.Boolean(),  # deliveries only
+}
+
+#: Management API samples over time: one row per (poll, metric, object).
+BROKER_SAMPLES: Columns = {
+    "ts_ns": pl.Int64(),  # poll time, ns since epoch, UTC
+    "metric": pl.String(),  # messages, messages_ready, publish_rate (1/s), recv_oct (bytes), ...
+    "scope": pl.String(),  # overall, queue, connection
+    "object": pl.String(),  # queue name or connection name; "" for overall
+    "value": pl.Float64(),
+}
+
+TABLES.update({"messages": MESSAGES, "broker_samples": BROKER_SAMPLES})
+__all__ = sorted([*__all__, "BROKER_SAMPLES", "MESSAGES"])
+# ==== end of broker tables =========================================================================

@@ -86,6 +86,10 @@ class Ports:
         return self.base + 69
 
     @property
+    def rabbit_mgmt(self) -> int:  # broker accounting (issue 8): management API and firehose
+        return self.base + 71
+
+    @property
     def amqp(self) -> int:
         return self.base + 72
 
@@ -111,7 +115,7 @@ class Ports:
 
     def all(self) -> dict[str, int]:
         """Every port by name (for the free-port check and ``lab status``)."""
-        names = ("mariadb", "epmd", "amqp", "rabbit_dist", "nova_api", "placement", "glance",
+        names = ("mariadb", "epmd", "rabbit_mgmt", "amqp", "rabbit_dist", "nova_api", "placement", "glance",
                  "neutron")
         return {n: getattr(self, n) for n in names}
 

@@ -124,9 +124,11 @@ def _rabbitmq(spec: LabSpec, paths: LabPaths, bins: Binaries) -> None:
     p, base = spec.ports, paths.data / "rabbitmq"
     for d in ("mnesia", "home"):
         (base / d).mkdir(parents=True, exist_ok=True)
+    # the management API (queue depths, rates, the firehose switch) for broker accounting
     (base / "rabbitmq.conf").write_text(
-        f"listeners.tcp.default = 127.0.0.1:{p.amqp}\nloopback_users.guest = true\n")
-    (base / "enabled_plugins").write_text("[].\n")
+        f"listeners.tcp.default = 127.0.0.1:{p.amqp}\nloopback_users.guest = true\n"
+        f"management.tcp.ip = 127.0.0.1\nmanagement.tcp.port = {p.rabbit_mgmt}\n")
+    (base / "enabled_plugins").write_text("[rabbitmq_management].\n")
     # HOME holds the Erlang cookie; ERL_EPMD_* keep epmd ours and on loopback.
     env = {"HOME": str(base / "home"), "ERL_EPMD_PORT": str(p.epmd),
            "ERL_EPMD_ADDRESS": "127.0.0.1"}
@@ -146,8 +148,8 @@ def _rabbitmq(spec: LabSpec, paths: LabPaths, bins: Binaries) -> None:
         "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
     }
     sv.start(sv.ProcSpec("rabbitmq", [bins.rabbitmq_server], env), paths.run)
-    sv.wait_until(lambda: sv.port_open(p.amqp), "RabbitMQ", run=paths.run, watch=["rabbitmq"],
-                  timeout_s=120)
+    sv.wait_until(lambda: sv.port_open(p.amqp) and sv.port_open(p.rabbit_mgmt), "RabbitMQ",
+                  run=paths.run, watch=["rabbitmq"], timeout_s=120)
 
 
 def _schema(spec: LabSpec, paths: LabPaths, scripts: Path) -> None:
