@@ -31,6 +31,10 @@ def _con_with_requests(store: RunStore) -> duckdb.DuckDBPyConnection:
         con.execute(f"CREATE VIEW {pq.stem} AS SELECT * FROM read_parquet('{pq}')")
     empty = pl.DataFrame(schema=TABLES["requests"])  # noqa: F841 - read by DuckDB by name
     con.execute("CREATE TABLE requests AS SELECT * FROM empty")
+    for t in sorted({t for s in SECTIONS for t in s.needs} - {"requests"}):  # e.g. messages
+        if not (store.tables_dir / f"{t}.parquet").exists():
+            empty = pl.DataFrame(schema=TABLES[t])  # noqa: F841 - read by DuckDB by name
+            con.execute(f"CREATE TABLE {t} AS SELECT * FROM empty")
     return con
 
 

@@ -118,8 +118,7 @@ def decode_body(body: bytes | str, exchange: str | None = None,
         out["kind"] = "unknown"
         return out
     kind = out["kind"] = _kind(msg, exchange)
-    ctx = {k[len(_CONTEXT):]: v for k, v in msg.items() if isinstance(k, str)
-           and k.startswith(_CONTEXT)}
+    ctx = {k[len(_CONTEXT):]: v for k, v in msg.items() if str(k).startswith(_CONTEXT)}
     if kind == "notification" and not ctx and isinstance(msg.get("context"), dict):
         ctx = msg["context"]
     out["method"] = _str(msg.get("method"))

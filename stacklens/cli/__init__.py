@@ -11,6 +11,7 @@ import typer
 from stacklens import __version__
 from stacklens.cli import (
     analyze_cmd,
+    broker_cmd,
     capacity_cmd,
     cleanup_cmd,
     collect_cmd,
@@ -50,6 +51,7 @@ app.command("compare")(compare_cmd.compare)
 app.add_typer(import_cmd.import_app, name="import")
 app.add_typer(export_cmd.export_app, name="export")
 app.add_typer(sweep_cmd.sweep_app, name="sweep")
+app.add_typer(broker_cmd.broker_app, name="broker")
 app.command("forecast")(forecast_cmd.forecast)
 app.command("capacity")(capacity_cmd.capacity)
 
