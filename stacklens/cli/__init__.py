@@ -21,6 +21,7 @@ from stacklens.cli import (
     import_cmd,
     ingest_cmd,
     lab_cmd,
+    model_cmd,
     report_cmd,
     run_cmd,
     sql_cmd,
@@ -54,6 +55,7 @@ app.add_typer(sweep_cmd.sweep_app, name="sweep")
 app.add_typer(broker_cmd.broker_app, name="broker")
 app.command("forecast")(forecast_cmd.forecast)
 app.command("capacity")(capacity_cmd.capacity)
+app.add_typer(model_cmd.model_app, name="model")
 
 
 @app.callback(invoke_without_command=True)
