@@ -31,6 +31,10 @@ def _con_with_requests(store: RunStore) -> duckdb.DuckDBPyConnection:
         con.execute(f"CREATE VIEW {pq.stem} AS SELECT * FROM read_parquet('{pq}')")
     empty = pl.DataFrame(schema=TABLES["requests"])  # noqa: F841 - read by DuckDB by name
     con.execute("CREATE TABLE requests AS SELECT * FROM empty")
+    for name in {t for s in SECTIONS for t in s.needs} - {"requests"}:  # recorders' tables
+        if not (store.tables_dir / f"{name}.parquet").exists():
+            empty = pl.DataFrame(schema=TABLES[name])  # noqa: F841
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM empty")
     return con
 
 
