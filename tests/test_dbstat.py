@@ -14,8 +14,10 @@ import socket
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 
 from stacklens.analyze.build import section_rows
@@ -52,6 +54,7 @@ def mariadb(tmp_path_factory):
         "--innodb-flush-log-at-trx-commit=2", "--innodb-flush-method=nosync",
         "--performance-schema=ON", "--performance-schema-consumer-statements-digest=ON",
         "--performance-schema-consumer-events-statements-current=ON",
+        "--slow-query-log=ON", "--long-query-time=0", f"--slow-query-log-file={base / 'slow.log'}",
     ], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         for _ in range(120):
@@ -61,7 +64,7 @@ def mariadb(tmp_path_factory):
         if not sock.exists():
             log = (base / "err.log").read_text() if (base / "err.log").exists() else ""
             pytest.fail(f"mariadbd did not start:\n{log[-2000:]}")
-        yield DbTarget(user="root", socket=str(sock))
+        yield DbTarget(user="root", socket=str(sock))  # the slow log is beside the socket
     finally:
         proc.terminate()
         try:
@@ -156,6 +159,30 @@ def test_recorder_counts_a_known_workload_and_a_deadlock(mariadb):
     assert sum(r["deadlocks"] or 0 for r in timeline) == 1
     threads = section_rows(con, SECTION["db_threads"])
     assert any(r["per"] == "user" and r["name"] == "root" and r["peak"] >= 1 for r in threads)
+
+
+def test_slow_log_gives_the_same_cuid_counts(mariadb):
+    from stacklens.dbstat.slowlog import read_slow_log
+
+    with _conn(mariadb) as c, c.cursor() as cur:
+        cur.execute("CREATE DATABASE slowtest")
+        cur.execute("CREATE TABLE slowtest.t (id INT PRIMARY KEY, secret VARCHAR(40))")
+    with _conn(mariadb, "slowtest") as c, c.cursor() as cur:
+        for i in range(M_INSERT):
+            cur.execute("INSERT INTO t VALUES (%s, %s)", (i, f"pw-{i}-hunter2"))
+        for i in range(N_SELECT):
+            cur.execute("SELECT secret FROM t WHERE id IN (%s, %s)", (i, i + 1))
+        cur.execute("UPDATE t SET secret = 'x' WHERE id = 1")
+    df, notes = read_slow_log(Path(mariadb.socket).parent / "slow.log")
+    assert notes[0].endswith("slow.log") and len(notes) == 1
+    con = duckdb.connect()
+    con.register("db_digests", df)
+    row = next(r for r in section_rows(con, SECTION["db_cuid"]) if r["schema"] == "slowtest")
+    assert (row["select_n"], row["insert_n"], row["update_n"], row["delete_n"]) == (
+        N_SELECT, M_INSERT, 1, 0)
+    texts = df.filter(pl.col("schema") == "slowtest")["digest_text"].to_list()
+    assert "SELECT secret FROM t WHERE id IN (...)" in texts
+    assert not any("hunter2" in t for t in texts)  # literals never stored
 
 
 def test_recorder_start_fails_when_the_server_is_absent(tmp_path):
