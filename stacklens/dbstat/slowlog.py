@@ -52,32 +52,47 @@ def normalize(sql: str) -> str:
 
 
 def _records(lines: Iterable[str]) -> Iterable[dict[str, Any]]:
+    """One dict per statement record: its header fields, ``_sql`` (the statement, or
+    ``administrator command: Quit`` for those), ``_ts`` (``SET timestamp``, epoch s),
+    ``_schema`` (the record's ``Schema:``, else its ``use`` line, else the last ``use`` seen:
+    MySQL logs name the database only when it changes)."""
     fields: dict[str, str] = {}
     sql: list[str] = []
-    ts = None
-    schema = None
+    ts: int | None = None
+    use: str | None = None
+    rec_use: str | None = None
+
+    use_line = ""  # a record whose only statement is a USE logs just that line
+
+    def flush() -> dict[str, Any]:
+        schema = fields.get("Schema") or rec_use or use
+        return {**fields, "_sql": " ".join(sql) or use_line, "_ts": ts, "_schema": schema}
+
     for raw in lines:
         line = raw.rstrip("\n")
         if line.startswith("# "):
-            if sql:
-                yield {**fields, "_sql": " ".join(sql), "_ts": ts, "_schema": schema}
-                sql, fields = [], {}
-            if line.startswith(("# Time:", "# User@Host:")):
+            if line.startswith("# administrator command:"):
+                sql.append(line[2:])
                 continue
-            fields.update(_FIELD.findall(line))
-            if "Schema" in fields:
-                schema = fields["Schema"] or schema
+            if sql or line.startswith(("# Time:", "# User@Host:")):
+                if (sql or use_line) and "Query_time" in fields:
+                    yield flush()
+                if sql or "Query_time" in fields:
+                    sql, fields, rec_use, use_line = [], {}, None, ""
+            if not line.startswith(("# Time:", "# User@Host:")):
+                fields.update(_FIELD.findall(line))
             continue
         if (m := _TS.match(line)) is not None:
             ts = int(m.group(1))
             continue
         if (m := _USE.match(line)) is not None:
-            schema = m.group(1)
+            use = rec_use = m.group(1)
+            use_line = line
             continue
         if line and "Query_time" in fields:
             sql.append(line)
-    if sql:
-        yield {**fields, "_sql": " ".join(sql), "_ts": ts, "_schema": schema}
+    if (sql or use_line) and "Query_time" in fields:
+        yield flush()
 
 
 def read_slow_log(path: str | Path) -> tuple[pl.DataFrame, list[str]]:
