@@ -154,3 +154,23 @@ def test_a_report_without_database_tables_has_empty_sections():
     for s in DB_SECTIONS:
         if s.needs:
             assert all(v == [] for v in s.absent.values()), s.name
+
+
+def test_the_renderers_draw_the_sections_from_their_declarations():
+    from rich.console import Console
+
+    from stacklens.report.html import render_html
+    from stacklens.report.terminal import render_terminal
+
+    con = _con(db_digests=DIGESTS, db_samples=_samples(), events=EVENTS)
+    report: dict = {"sections": [s.describe() for s in DB_SECTIONS]}
+    for s in DB_SECTIONS:
+        report.update(s.shape(section_rows(con, s)))
+    doc = render_html(report)
+    assert "Database statements per schema" in doc and "nova_api" in doc
+    out = Console(record=True, width=160)
+    for r in render_terminal(report):
+        out.print(r)
+    text = out.export_text()
+    assert "Database: deadlocks, lock waits, connections" in text
+    assert "66.7%" in text  # nova's select share of the CUID statements
