@@ -486,7 +486,8 @@ __all__ = sorted([*__all__, "SWEEP_APP", "SWEEP_APP_REPEATS", "SWEEP_APP_SERIES"
 # ==== end of sweep tables ==========================================================================
 
 
-# ==== broker tables (issue 8: stacklens.broker) ===================================================
+# ==== broker tables (issue 8: stacklens.broker) ============================================
+
 #: One row per firehose event: a message published to an exchange (``direction = publish``) or
 #: delivered from a queue (``deliver``); fan-out amplification = deliveries / publishes. Decoded
 #: from the oslo.messaging envelope (:mod:`stacklens.broker.decode`); bodies are not kept.
@@ -535,3 +536,69 @@ BROKER_SAMPLES: Columns = {
 TABLES.update({"messages": MESSAGES, "broker_samples": BROKER_SAMPLES})
 __all__ = sorted([*__all__, "BROKER_SAMPLES", "MESSAGES"])
 # ==== end of broker tables =========================================================================
+=======
+# ==== database and resource tables (stacklens.dbstat, stacklens.resources; issue 8) ================
+
+#: MariaDB/MySQL statement digests (``performance_schema.events_statements_summary_by_digest``),
+#: one row per snapshot x schema x digest, counters *cumulative since the server started or the
+#: table was truncated*: the analyses take deltas (last - first snapshot, or consecutive). The
+#: first and the last snapshot hold every digest; snapshots between hold only the digests whose
+#: ``count_star`` changed since the previous one. Literals are already replaced by ``?`` in the
+#: server's digest text. Timers: the server's picoseconds as float seconds.
+DB_DIGESTS: Columns = {
+    "ts_ns": pl.Int64,  # when the snapshot was taken (recorder's clock), ns since epoch
+    "snapshot": pl.Int32,  # 0, 1, ... in order; the last one is max(snapshot)
+    "schema": pl.String,  # SCHEMA_NAME: the connection's default database (null: none)
+    "digest": pl.String,  # DIGEST (hex); null is the server's overflow bucket
+    "digest_text": pl.String,  # normalized statement text (literals as ?), may be truncated
+    "kind": pl.String,  # select, insert, update, delete, other (first keyword of digest_text)
+    "count_star": pl.Int64,  # statements executed
+    "sum_timer_wait_s": pl.Float64,  # total execution time
+    "sum_lock_time_s": pl.Float64,  # time waiting for table locks
+    "sum_errors": pl.Int64,
+    "sum_warnings": pl.Int64,
+    "sum_rows_affected": pl.Int64,
+    "sum_rows_sent": pl.Int64,
+    "sum_rows_examined": pl.Int64,
+    "sum_no_index_used": pl.Int64,  # statements that scanned a table without an index
+}
+
+#: Server-wide counters and gauges over time, long format: ``SHOW GLOBAL STATUS`` variables
+#: (metric = variable name as the server spells it, object ``""``), InnoDB lock metrics
+#: (metric ``innodb_metrics``, object = metric name, where enabled), connected threads per user
+#: (metric ``user_threads``, object = user) and per default database (``db_threads``), and the
+#: recorder's own cost (metric ``snapshot_s``). Counters are cumulative like the server's.
+DB_SAMPLES: Columns = {
+    "ts_ns": pl.Int64,  # ns since epoch
+    "metric": pl.String,
+    "object": pl.String,
+    "value": pl.Float64,
+}
+
+#: Per-process resource use over time (psutil), one row per target x sample. A target is a
+#: process and its descendants (a gunicorn master and its workers): figures are summed over the
+#: tree as found at that sample. Rows with a null ``pid`` are system-wide network counters of the
+#: loopback interface (``service`` ``net:lo``): per-process network bytes are not measurable
+#: with psutil.
+RESOURCE_SAMPLES: Columns = {
+    "ts_ns": pl.Int64,  # ns since epoch
+    "host": pl.String,  # the host the service stands for (lab computes: fake-N)
+    "service": pl.String,  # nova-api, nova-conductor, mariadb, ...
+    "pid": pl.Int32,  # the target's root process; null for system-wide rows
+    "n_procs": pl.Int32,  # processes in the tree at this sample
+    "cpu_pct": pl.Float64,  # CPU time over the interval since the previous sample / wall, in
+    #                         percent of one CPU (200 = two CPUs busy); null at the first sample
+    "rss_bytes": pl.Int64,  # resident set size summed over the tree (shared pages counted again)
+    "threads": pl.Int32,  # OS threads summed over the tree
+    "connections": pl.Int32,  # open inet sockets (TCP and UDP) summed over the tree
+    "net_sent_bytes": pl.Int64,  # net:lo rows only: cumulative bytes sent on lo
+    "net_recv_bytes": pl.Int64,  # net:lo rows only: cumulative bytes received on lo
+}
+
+TABLES.update({
+    "db_digests": DB_DIGESTS,
+    "db_samples": DB_SAMPLES,
+    "resource_samples": RESOURCE_SAMPLES,
+})
+__all__ = sorted([*__all__, "DB_DIGESTS", "DB_SAMPLES", "RESOURCE_SAMPLES"])
+# ==== end of database and resource tables ==========================================================

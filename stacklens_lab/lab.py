@@ -112,6 +112,9 @@ def _mariadb(spec: LabSpec, paths: LabPaths, bins: Binaries) -> None:
         # a lab: durability is not the point; without fsync a fresh schema sync is faster
         "--innodb-flush-log-at-trx-commit=2", "--innodb-flush-method=nosync",
         "--innodb-doublewrite=0",
+        # statement digests for stacklens.dbstat (issue 8): the table and its consumers
+        "--performance-schema=ON", "--performance-schema-consumer-statements-digest=ON",
+        "--performance-schema-consumer-events-statements-current=ON",
     ]), paths.run)
     sv.wait_until(lambda: sv.port_open(spec.ports.mariadb) and paths.db_socket.exists(),
                   "MariaDB", run=paths.run, watch=["mariadb"], timeout_s=60)

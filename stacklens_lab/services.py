@@ -34,6 +34,7 @@ __all__ = [
     "names",
     "port_open",
     "process_status",
+    "service_pids",
     "start",
     "stop",
     "tail",
@@ -120,6 +121,22 @@ def lab_pids(run: Path) -> set[tuple[int, float]]:
                     out.add((q.pid, q.create_time()))
             except psutil.Error:
                 pass
+    return out
+
+
+def service_pids(run: Path, controller: str = "controller") -> dict[int, tuple[str, str]]:
+    """Root PID -> ``(service, host)`` of every live process the lab started: for resource
+    sampling (``stacklens.resources``). ``nova-compute-fake-N`` is ``("nova-compute",
+    "fake-N")``; every other process (mariadb, rabbitmq, epmd, the APIs, conductor, scheduler,
+    the neutron stand-in) is its own name on ``controller``. Descendants (gunicorn workers) are
+    not listed: the sampler walks each tree."""
+    out: dict[int, tuple[str, str]] = {}
+    for n in names(run):
+        p = _process(run, n)
+        if p is None:
+            continue
+        svc, _, host = n.partition("-fake-")
+        out[p.pid] = (svc, f"fake-{host}") if host else (n, controller)
     return out
 
 
