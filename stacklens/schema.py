@@ -484,3 +484,25 @@ __all__ = sorted([*__all__, "SWEEP_APP", "SWEEP_APP_REPEATS", "SWEEP_APP_SERIES"
                   "SWEEP_RESOURCES", "SWEEP_POINTS", "SWEEP_PROBES", "SWEEP_REPEATS", "SWEEP_SKIPPED",
                   "SWEEP_SUMMARY"])
 # ==== end of sweep tables ==========================================================================
+
+# ==== config advice (stacklens.advise, issue 8) ==================================================
+#: One row per setting a config rule has something to say about (:mod:`stacklens.advise`),
+#: linked to a symptom of the run when one points at it. Written by ``stacklens config check
+#: --run`` and :func:`stacklens.advise.write_config_findings`.
+CONFIG_FINDINGS: Columns = {
+    "rule_id": pl.String(),  # the rule (stacklens.advise.rules.RULES), e.g. db-pool
+    "severity": pl.String(),  # error, warning, info
+    "service": pl.String(),  # the service(s) concerned: nova-conductor, neutron, rabbitmq-server
+    "file": pl.String(),  # config file that sets it (relative), else where it would be set
+    "section": pl.String(),  # oslo.config section ([DEFAULT] as DEFAULT); haproxy: listen NAME
+    "option": pl.String(),
+    "value": pl.String(),  # the value in effect as written; null: the default applies
+    "default": pl.String(),  # the default in the cloud's release; computed ones in parentheses
+    "advice": pl.String(),  # this case in plain words, then what to set and why
+    "evidence": pl.String(),  # sources: guides, release notes, option help; the defining file
+    "symptom": pl.String(),  # what the run showed (counts by service), null without a symptom
+    "symptom_count": pl.Int64(),  # log records (host skew: builds on the busiest host)
+}
+TABLES["config_findings"] = CONFIG_FINDINGS
+__all__ = sorted([*__all__, "CONFIG_FINDINGS"])
+# ==== end of config advice =======================================================================

@@ -25,12 +25,15 @@ from stacklens.store import RunStore
 
 
 def _con_with_requests(store: RunStore) -> duckdb.DuckDBPyConnection:
-    """The run's tables as views, plus an empty ``requests`` table of the declared schema."""
+    """The run's tables as views, plus an empty table of the declared schema for every table a
+    section ``needs`` that the run lacks (``requests``, ``config_findings`` ...)."""
     con = duckdb.connect(":memory:")
     for pq in store.tables_dir.glob("*.parquet"):
         con.execute(f"CREATE VIEW {pq.stem} AS SELECT * FROM read_parquet('{pq}')")
-    empty = pl.DataFrame(schema=TABLES["requests"])  # noqa: F841 - read by DuckDB by name
-    con.execute("CREATE TABLE requests AS SELECT * FROM empty")
+    for name in sorted({t for s in SECTIONS for t in s.needs} - {
+            pq.stem for pq in store.tables_dir.glob("*.parquet")}):
+        empty = pl.DataFrame(schema=TABLES[name])  # noqa: F841 - read by DuckDB by name
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM empty")
     return con
 
 

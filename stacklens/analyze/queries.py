@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from stacklens.analyze.client_sections import CLIENT_SECTIONS
+from stacklens.analyze.config_sections import CONFIG_SECTIONS  # config advice (issue 8)
 from stacklens.analyze.ingest_sections import INGEST_SECTIONS
 from stacklens.analyze.section import Column, Rows, Section
 from stacklens.vocab import DONE_OUTCOMES, ERROR_LEVELS, OUTCOMES, RPC_SENDS
@@ -413,6 +414,7 @@ HOSTS = Section(
 SECTIONS: tuple[Section, ...] = (
     SUMMARY, COMPONENTS, TIMELINE, OPERATIONS, WATERFALLS, FAILED, SLOWEST, ERRORS,
     *CLIENT_SECTIONS, PHASES, LOCKS, RPC, CLOCKS, HOSTS, *INGEST_SECTIONS,
+    *CONFIG_SECTIONS,
 )
 if len({s.name for s in SECTIONS}) != len(SECTIONS):  # pragma: no cover - a declaration error
     raise ValueError("duplicate section names")

@@ -15,6 +15,7 @@ from stacklens.cli import (
     cleanup_cmd,
     collect_cmd,
     compare_cmd,
+    config_cmd,
     export_cmd,
     forecast_cmd,
     import_cmd,
@@ -52,6 +53,7 @@ app.add_typer(export_cmd.export_app, name="export")
 app.add_typer(sweep_cmd.sweep_app, name="sweep")
 app.command("forecast")(forecast_cmd.forecast)
 app.command("capacity")(capacity_cmd.capacity)
+app.add_typer(config_cmd.config_app, name="config")  # config advice (issue 8)
 
 
 @app.callback(invoke_without_command=True)
