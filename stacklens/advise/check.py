@@ -5,9 +5,10 @@ A finding is one setting one rule has something to say about. Without a run, fin
 rules' verdicts. With a run, each symptom (:mod:`stacklens.advise.symptoms`) is linked to the
 rules that list its kind, for the projects whose services showed it (infrastructure rules,
 RabbitMQ and Galera, for every service): one finding per setting the rule judged (else its first
-setting of that project), severity ``error`` when the rule judged the setting ``warning`` or
-worse, else ``warning`` (the symptom is there although the setting looks right: look at the next
-rule). QueuePool symptoms carry the pool sizes in effect; the finding names the config section
+setting of that project). Severity: ``error`` when the rule judged the setting ``warning`` or
+worse; ``warning`` when it judged it ``info`` (a default the guidance says to change at scale);
+``info`` when the rule has nothing against the setting (a candidate only: the symptom may have
+another cause). QueuePool symptoms carry the pool sizes in effect; the finding names the config section
 whose effective sizes match them when one does.
 
 Exit policy of ``stacklens config check``: 3 when any finding is ``error``, else 0.
@@ -127,9 +128,10 @@ def _linked(ctx: Ctx, rule: Rule, verdicts: list[Verdict], sym: Symptom) -> tupl
         for s in targets:
             vs = [v for v in mine if v.setting == s]
             used.update(id(v) for v in vs)
-            bad = any(SEVERITIES.index(v.severity) <= 1 for v in vs)
+            worst = min((SEVERITIES.index(v.severity) for v in vs), default=len(SEVERITIES))
             base = vs[0] if vs else None
-            link = Verdict("error" if bad else "warning", s, base.note if base else
+            sev = "error" if worst <= 1 else "warning" if worst == 2 else "info"
+            link = Verdict(sev, s, base.note if base else
                            "the setting is as the guidance says; the symptom may have another "
                            "cause", base.value if base else None, base.file if base else None,
                            base.section if base else None, base.option if base else None)

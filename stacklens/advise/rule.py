@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from stacklens.advise.ini import ConfigFile, ConfigSet
 
-__all__ = ["ANY_SECTION", "SEVERITIES", "Ctx", "Rule", "Setting", "Verdict", "as_bool",
+__all__ = ["ANY_SECTION", "Ctx", "Rule", "SEVERITIES", "Setting", "Verdict", "as_bool",
            "as_number", "hosts_of", "ordinal_text"]
 
 #: Finding severities, most severe first: ``error`` (breaks at scale, or a symptom in the run

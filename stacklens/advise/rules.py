@@ -27,7 +27,7 @@ from stacklens.advise.rule import (
     ordinal_text,
 )
 
-__all__ = ["RULES", "RPC_PROJECTS", "rule"]
+__all__ = ["RPC_PROJECTS", "RULES", "rule"]
 
 #: Projects whose services are oslo.messaging RPC servers and clients.
 RPC_PROJECTS = ("nova", "neutron")
