@@ -486,8 +486,7 @@ __all__ = sorted([*__all__, "SWEEP_APP", "SWEEP_APP_REPEATS", "SWEEP_APP_SERIES"
 # ==== end of sweep tables ==========================================================================
 
 
-# ==== broker tables (issue 8: stacklens.broker) ============================================
-
+# ==== broker tables (issue 8: stacklens.broker) ===================================================
 #: One row per firehose event: a message published to an exchange (``direction = publish``) or
 #: delivered from a queue (``deliver``); fan-out amplification = deliveries / publishes. Decoded
 #: from the oslo.messaging envelope (:mod:`stacklens.broker.decode`); bodies are not kept.
@@ -536,7 +535,8 @@ BROKER_SAMPLES: Columns = {
 TABLES.update({"messages": MESSAGES, "broker_samples": BROKER_SAMPLES})
 __all__ = sorted([*__all__, "BROKER_SAMPLES", "MESSAGES"])
 # ==== end of broker tables =========================================================================
-=======
+
+
 # ==== database and resource tables (stacklens.dbstat, stacklens.resources; issue 8) ================
 
 #: MariaDB/MySQL statement digests (``performance_schema.events_statements_summary_by_digest``),
@@ -602,3 +602,26 @@ TABLES.update({
 })
 __all__ = sorted([*__all__, "DB_DIGESTS", "DB_SAMPLES", "RESOURCE_SAMPLES"])
 # ==== end of database and resource tables ==========================================================
+
+
+# ==== config advice (stacklens.advise, issue 8) ==================================================
+#: One row per setting a config rule has something to say about (:mod:`stacklens.advise`),
+#: linked to a symptom of the run when one points at it. Written by ``stacklens config check
+#: --run`` and :func:`stacklens.advise.write_config_findings`.
+CONFIG_FINDINGS: Columns = {
+    "rule_id": pl.String(),  # the rule (stacklens.advise.rules.RULES), e.g. db-pool
+    "severity": pl.String(),  # error, warning, info
+    "service": pl.String(),  # the service(s) concerned: nova-conductor, neutron, rabbitmq-server
+    "file": pl.String(),  # config file that sets it (relative), else where it would be set
+    "section": pl.String(),  # oslo.config section ([DEFAULT] as DEFAULT); haproxy: listen NAME
+    "option": pl.String(),
+    "value": pl.String(),  # the value in effect as written; null: the default applies
+    "default": pl.String(),  # the default in the cloud's release; computed ones in parentheses
+    "advice": pl.String(),  # this case in plain words, then what to set and why
+    "evidence": pl.String(),  # sources: guides, release notes, option help; the defining file
+    "symptom": pl.String(),  # what the run showed (counts by service), null without a symptom
+    "symptom_count": pl.Int64(),  # log records (host skew: builds on the busiest host)
+}
+TABLES["config_findings"] = CONFIG_FINDINGS
+__all__ = sorted([*__all__, "CONFIG_FINDINGS"])
+# ==== end of config advice =======================================================================

@@ -25,7 +25,8 @@ from stacklens.store import RunStore
 
 
 def _con_with_requests(store: RunStore) -> duckdb.DuckDBPyConnection:
-    """The run's tables as views, plus an empty ``requests`` table of the declared schema."""
+    """The run's tables as views, plus an empty table of the declared schema for every table a
+    section ``needs`` that the run lacks (``requests``, ``config_findings`` ...)."""
     con = duckdb.connect(":memory:")
     for pq in store.tables_dir.glob("*.parquet"):
         con.execute(f"CREATE VIEW {pq.stem} AS SELECT * FROM read_parquet('{pq}')")

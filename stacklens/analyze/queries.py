@@ -37,6 +37,7 @@ from typing import Any
 from stacklens.analyze.broker_sections import BROKER_SECTIONS  # issue 8
 from stacklens.analyze.client_sections import CLIENT_SECTIONS
 from stacklens.analyze.db_sections import DB_SECTIONS
+from stacklens.analyze.config_sections import CONFIG_SECTIONS  # config advice (issue 8)
 from stacklens.analyze.ingest_sections import INGEST_SECTIONS
 from stacklens.analyze.resource_sections import RESOURCE_SECTIONS
 from stacklens.analyze.section import Column, Rows, Section
@@ -417,6 +418,7 @@ SECTIONS: tuple[Section, ...] = (
     SUMMARY, COMPONENTS, TIMELINE, OPERATIONS, WATERFALLS, FAILED, SLOWEST, ERRORS,
     *CLIENT_SECTIONS, PHASES, LOCKS, RPC, CLOCKS, HOSTS, *INGEST_SECTIONS,
     *BROKER_SECTIONS, *DB_SECTIONS, *RESOURCE_SECTIONS,  # issue 8: broker, database, resources
+    *CONFIG_SECTIONS,
 )
 if len({s.name for s in SECTIONS}) != len(SECTIONS):  # pragma: no cover - a declaration error
     raise ValueError("duplicate section names")

@@ -16,6 +16,7 @@ from stacklens.cli import (
     cleanup_cmd,
     collect_cmd,
     compare_cmd,
+    config_cmd,
     export_cmd,
     forecast_cmd,
     import_cmd,
@@ -56,6 +57,7 @@ app.add_typer(broker_cmd.broker_app, name="broker")
 app.command("forecast")(forecast_cmd.forecast)
 app.command("capacity")(capacity_cmd.capacity)
 app.add_typer(model_cmd.model_app, name="model")
+app.add_typer(config_cmd.config_app, name="config")  # config advice (issue 8)
 
 
 @app.callback(invoke_without_command=True)
