@@ -92,14 +92,15 @@ def ingest_step(store: RunStore, paths: Sequence[str], opts: IngestOptions | Non
         if on_progress is not None:
             on_progress(StageProgress("ingest", done, total, lines[0]))
 
-    res = ingest(list(paths), names=NameMap(list(opts.host_map), list(opts.service_map)),
-                 tz_offset_s=opts.tz_offset_s, workers=opts.workers, on_file=on_file,
-                 tz=list(opts.tz), window_ns=opts.window_ns)
-    store.write({"events": res.events, "ingest_stats": res.ingest_stats,
-                 "quarantine": res.quarantine})
+    # streaming: events go to Parquet row groups batch by batch while the next are read
+    with store.writer("events") as events:
+        res = ingest(list(paths), names=NameMap(list(opts.host_map), list(opts.service_map)),
+                     tz_offset_s=opts.tz_offset_s, workers=opts.workers, on_file=on_file,
+                     tz=list(opts.tz), window_ns=opts.window_ns, sink=events.write)
+    store.write({"ingest_stats": res.ingest_stats, "quarantine": res.quarantine})
     section = IngestSection(
         files_read=res.files_read, files_skipped=res.files_skipped, lines=res.lines,
-        bytes=res.bytes, records=res.events.height, quarantined=res.quarantine.height,
+        bytes=res.bytes, records=res.records, quarantined=res.quarantine.height,
         wall_s=round(res.wall_s, 3),
         lines_per_s=round(res.lines / res.wall_s) if res.wall_s else None,
         timezone_assumption=res.timezone_summary, tz_offset_s=opts.tz_offset_s,
