@@ -31,6 +31,7 @@ from stacklens.ingest.tokenize import native_wanted
 from stacklens.manifest import IngestSection, ReportSection, TraceSection
 from stacklens.report.html import render_html
 from stacklens.report.json_out import render_json
+from stacklens.schema import TABLES
 from stacklens.store import RunStore
 from stacklens.trace import build_traces
 
@@ -73,6 +74,9 @@ class StageProgress:
     lines: int = 0
 
 
+#: ``events`` columns the trace stage never reads (:func:`trace_step` leaves them on disk).
+_NOT_TRACED = ("continuation",)
+
 #: A progress callback; called often, must be cheap.
 OnProgress = Callable[[StageProgress], None]
 
@@ -114,7 +118,9 @@ def trace_step(store: RunStore, on_progress: OnProgress | None = None) -> TraceS
     """Rebuild every request from the store's ``events``: writes ``spans``, ``flows``,
     ``traces``, ``breakdown``, ``phases``, ``clock_offsets`` and the manifest's ``trace``
     section (returned). Raises :class:`~stacklens.errors.StoreError` before ingest."""
-    tables = build_traces(store.read("events"))
+    # every column but the continuation text, the largest, which no trace rule reads
+    cols = [c for c in TABLES["events"] if c not in _NOT_TRACED]
+    tables = build_traces(store.read("events", columns=cols))
     store.write(tables)
     section = TraceSection(traces=tables["traces"].height, spans=tables["spans"].height,
                            flows=tables["flows"].height)

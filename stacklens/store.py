@@ -16,16 +16,18 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import duckdb
 import polars as pl
-import pyarrow.parquet as papq
 from pydantic import BaseModel
 
 from stacklens.errors import StoreError, UserError
 from stacklens.manifest import MANIFEST_FORMAT_VERSION, SECTIONS, Manifest, upgrade
 from stacklens.schema import TABLES, conform
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as papq
 
 __all__ = [
     "FORMAT_VERSION",
@@ -157,8 +159,9 @@ class RunStore:
         """True when table ``name`` was written."""
         return (self.tables_dir / f"{name}.parquet").exists()
 
-    def read(self, name: str) -> pl.DataFrame:
-        """Table ``name`` as a Polars frame. Raises StoreError when the stage has not run."""
+    def read(self, name: str, columns: list[str] | None = None) -> pl.DataFrame:
+        """Table ``name`` as a Polars frame (only ``columns``, in that order, when given: the
+        others are not read). Raises StoreError when the stage has not run."""
         if name not in TABLES:
             raise KeyError(name)
         pq = self.tables_dir / f"{name}.parquet"
@@ -167,7 +170,7 @@ class RunStore:
                 f"{self.path} has no '{name}' table: run the stage that makes it first "
                 f"(stacklens ingest / trace)"
             )
-        return pl.read_parquet(pq)
+        return pl.read_parquet(pq, columns=columns)
 
     def connect(self, read_only: bool = True) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection to the run's database, its views pointed at this folder's Parquet
@@ -220,6 +223,8 @@ class TableWriter:
         """Append the rows of ``df`` (conformed to the table's schema)."""
         at = conform(df, self.name).to_arrow(compat_level=pl.CompatLevel.newest())
         if self._w is None:
+            import pyarrow.parquet as papq  # here: its import costs ~0.2 s of every CLI start
+
             self._w = papq.ParquetWriter(self._part, at.schema, compression=PARQUET_COMPRESSION)
         self._w.write_table(at)
         self.rows += df.height
