@@ -31,6 +31,7 @@ from stacklens.ingest.tokenize import native_wanted
 from stacklens.manifest import IngestSection, ReportSection, TraceSection
 from stacklens.report.html import render_html
 from stacklens.report.json_out import render_json
+from stacklens.schema import TABLES
 from stacklens.store import RunStore
 from stacklens.trace import build_traces
 
@@ -73,6 +74,9 @@ class StageProgress:
     lines: int = 0
 
 
+#: ``events`` columns the trace stage never reads (:func:`trace_step` leaves them on disk).
+_NOT_TRACED = ("continuation",)
+
 #: A progress callback; called often, must be cheap.
 OnProgress = Callable[[StageProgress], None]
 
@@ -92,14 +96,15 @@ def ingest_step(store: RunStore, paths: Sequence[str], opts: IngestOptions | Non
         if on_progress is not None:
             on_progress(StageProgress("ingest", done, total, lines[0]))
 
-    res = ingest(list(paths), names=NameMap(list(opts.host_map), list(opts.service_map)),
-                 tz_offset_s=opts.tz_offset_s, workers=opts.workers, on_file=on_file,
-                 tz=list(opts.tz), window_ns=opts.window_ns)
-    store.write({"events": res.events, "ingest_stats": res.ingest_stats,
-                 "quarantine": res.quarantine})
+    # streaming: events go to Parquet row groups batch by batch while the next are read
+    with store.writer("events") as events:
+        res = ingest(list(paths), names=NameMap(list(opts.host_map), list(opts.service_map)),
+                     tz_offset_s=opts.tz_offset_s, workers=opts.workers, on_file=on_file,
+                     tz=list(opts.tz), window_ns=opts.window_ns, sink=events.write)
+    store.write({"ingest_stats": res.ingest_stats, "quarantine": res.quarantine})
     section = IngestSection(
         files_read=res.files_read, files_skipped=res.files_skipped, lines=res.lines,
-        bytes=res.bytes, records=res.events.height, quarantined=res.quarantine.height,
+        bytes=res.bytes, records=res.records, quarantined=res.quarantine.height,
         wall_s=round(res.wall_s, 3),
         lines_per_s=round(res.lines / res.wall_s) if res.wall_s else None,
         timezone_assumption=res.timezone_summary, tz_offset_s=opts.tz_offset_s,
@@ -113,7 +118,9 @@ def trace_step(store: RunStore, on_progress: OnProgress | None = None) -> TraceS
     """Rebuild every request from the store's ``events``: writes ``spans``, ``flows``,
     ``traces``, ``breakdown``, ``phases``, ``clock_offsets`` and the manifest's ``trace``
     section (returned). Raises :class:`~stacklens.errors.StoreError` before ingest."""
-    tables = build_traces(store.read("events"))
+    # every column but the continuation text, the largest, which no trace rule reads
+    cols = [c for c in TABLES["events"] if c not in _NOT_TRACED]
+    tables = build_traces(store.read("events", columns=cols))
     store.write(tables)
     section = TraceSection(traces=tables["traces"].height, spans=tables["spans"].height,
                            flows=tables["flows"].height)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import duckdb
 import polars as pl
@@ -26,11 +26,15 @@ from stacklens.errors import StoreError, UserError
 from stacklens.manifest import MANIFEST_FORMAT_VERSION, SECTIONS, Manifest, upgrade
 from stacklens.schema import TABLES, conform
 
+if TYPE_CHECKING:
+    import pyarrow.parquet as papq
+
 __all__ = [
     "FORMAT_VERSION",
     "PARQUET_COMPRESSION",
     "RUN_FILES",
     "RunStore",
+    "TableWriter",
 ]
 
 #: What stacklens writes in a run folder (removed by ``--force``; nothing else is touched).
@@ -127,6 +131,14 @@ class RunStore:
             )
         self.connect(read_only=False).close()
 
+    def writer(self, name: str) -> TableWriter:
+        """A :class:`TableWriter` for table ``name`` (streaming: row groups as they come).
+        Raises ``KeyError`` for an unknown table."""
+        if name not in TABLES:
+            raise KeyError(name)
+        self.tables_dir.mkdir(parents=True, exist_ok=True)
+        return TableWriter(self, name)
+
     def _register(self, con: duckdb.DuckDBPyConnection) -> None:
         """One view per Parquet file, by a path relative to the run folder (``tables/x.parquet``):
         the database file holds no absolute path, so the folder can be moved or copied. DuckDB
@@ -147,8 +159,9 @@ class RunStore:
         """True when table ``name`` was written."""
         return (self.tables_dir / f"{name}.parquet").exists()
 
-    def read(self, name: str) -> pl.DataFrame:
-        """Table ``name`` as a Polars frame. Raises StoreError when the stage has not run."""
+    def read(self, name: str, columns: list[str] | None = None) -> pl.DataFrame:
+        """Table ``name`` as a Polars frame (only ``columns``, in that order, when given: the
+        others are not read). Raises StoreError when the stage has not run."""
         if name not in TABLES:
             raise KeyError(name)
         pq = self.tables_dir / f"{name}.parquet"
@@ -157,7 +170,7 @@ class RunStore:
                 f"{self.path} has no '{name}' table: run the stage that makes it first "
                 f"(stacklens ingest / trace)"
             )
-        return pl.read_parquet(pq)
+        return pl.read_parquet(pq, columns=columns)
 
     def connect(self, read_only: bool = True) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection to the run's database, its views pointed at this folder's Parquet
@@ -188,3 +201,54 @@ class RunStore:
         stems = {pq.stem for pq in self.tables_dir.glob("*.parquet")}
         return set(views) == stems and all(
             f"'tables/{name}.parquet'" in (views[name] or "") for name in stems)
+
+
+class TableWriter:
+    """One canonical table written as Parquet row groups, a frame at a time (memory: one frame).
+
+    ``write(df)`` conforms ``df`` to the table's schema (:func:`~stacklens.schema.conform`) and
+    appends it as one or more row groups (pyarrow, Arrow string views: no copy of the strings);
+    ``close()`` moves the file into place (``tables/<name>.parquet``; until then the table's
+    previous file, if any, stays) and registers the view. Reading it back gives the same frame
+    as :meth:`RunStore.write` of all the frames concatenated. A context manager: leaving the
+    block by an exception removes the partial file and keeps the previous table."""
+
+    def __init__(self, store: RunStore, name: str):
+        self.store, self.name = store, name
+        self.rows = 0
+        self._part = store.tables_dir / f".{name}.parquet.part"
+        self._w: papq.ParquetWriter | None = None
+
+    def write(self, df: pl.DataFrame) -> None:
+        """Append the rows of ``df`` (conformed to the table's schema)."""
+        at = conform(df, self.name).to_arrow(compat_level=pl.CompatLevel.newest())
+        if self._w is None:
+            import pyarrow.parquet as papq  # here: its import costs ~0.2 s of every CLI start
+
+            self._w = papq.ParquetWriter(self._part, at.schema, compression=PARQUET_COMPRESSION)
+        self._w.write_table(at)
+        self.rows += df.height
+
+    def close(self) -> None:
+        """Finish the file (an empty table when nothing was written) and register it."""
+        if self._w is None:
+            self.write(pl.DataFrame(schema=TABLES[self.name]))
+        assert self._w is not None
+        self._w.close()
+        self._part.replace(self.store.tables_dir / f"{self.name}.parquet")
+        self.store.connect(read_only=False).close()
+
+    def abort(self) -> None:
+        """Drop what was written (the partial file)."""
+        if self._w is not None:
+            self._w.close()
+        self._part.unlink(missing_ok=True)
+
+    def __enter__(self) -> TableWriter:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()

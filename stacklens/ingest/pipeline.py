@@ -27,7 +27,11 @@ from stacklens.ingest.timezone import TzSpec, apply_tz, parse_tz
 from stacklens.ingest.tokenize import FileChunk, tokenize_batch
 from stacklens.schema import conform, empty
 
-__all__ = ["IngestResult", "ingest", "ingest_files", "layout_of", "within_window"]
+__all__ = ["EventSink", "IngestResult", "ingest", "ingest_files", "layout_of", "within_window"]
+
+#: Receives the ``events`` rows batch by batch, in file order, each conformed to
+#: :data:`~stacklens.schema.EVENTS` (streaming ingest: no whole-corpus frame is kept).
+EventSink = Callable[[pl.DataFrame], None]
 
 _SAMPLE_LINES = 400
 _BATCH_BYTES = 64 << 20  # tokenize small files together, up to about this many bytes
@@ -59,6 +63,8 @@ class IngestResult:
     timezone_summary: str = TIMEZONE_ASSUMPTION  # what the times are, in words; starts "UTC"
     #: records dropped by ``ingest(window_ns=...)`` (not in ``events``; one ``ingest_stats`` row)
     outside_window: int = 0
+    #: rows of the events table; with a sink, ``events`` is empty and the rows went there
+    records: int = 0
 
 
 @dataclass
@@ -207,10 +213,10 @@ def _tz_summary(spec: TzSpec) -> str:
     return f"UTC (converted from local time by --tz: {', '.join(given)}{rest})"
 
 
-def _tz_rows(events: pl.DataFrame, spec: TzSpec) -> list[tuple[str, str, str, int, str]]:
-    """One ``timezone_assumption`` row per host, in words (never local time labelled UTC
-    silently)."""
-    counts = events.group_by("host").len().sort("host", nulls_last=True).rows()
+def _tz_rows(counts: list[tuple[str | None, int]], spec: TzSpec,
+             ) -> list[tuple[str, str, str, int, str]]:
+    """One ``timezone_assumption`` row per host (``counts``: (host, records) sorted), in words
+    (never local time labelled UTC silently)."""
     rows = []
     for host, n in counts:
         zone = spec.zone(host)
@@ -230,6 +236,7 @@ def ingest(
     batch_bytes: int = _BATCH_BYTES,
     tz: list[str] | None = None,
     window_ns: tuple[int, int] | None = None,
+    sink: EventSink | None = None,
 ) -> IngestResult:
     """Read every log under ``paths`` into the canonical tables.
 
@@ -244,7 +251,18 @@ def ingest(
     ``ts_ns`` is inside (a run's time window; records without a time are dropped too) and adds
     one ``ingest_stats`` row ``("*", "outside_run_window", "info", n, ...)`` counting the others
     (also in :attr:`IngestResult.outside_window`; ``lines`` and ``files_read`` stay totals).
+
+    ``sink``: streaming ingest; the events go to ``sink`` batch by batch in file order (the same
+    rows, in the same order, as ``events`` without a sink) and ``events`` comes back empty
+    (:attr:`IngestResult.records` counts them). Memory then stays bounded by a few batches of
+    ``batch_bytes`` per worker, whatever the input size.
     """
+    if sink is not None:
+        return ingest_files(
+            list(find_files(list(paths))), names=names, tz_offset_s=tz_offset_s,
+            workers=workers, on_file=on_file, batch_bytes=batch_bytes,
+            inputs=[str(p) for p in paths], tz=tz, sink=sink, window_ns=window_ns,
+        )
     res = ingest_files(
         list(find_files(list(paths))),
         names=names,
@@ -270,7 +288,45 @@ def within_window(res: IngestResult, window_ns: tuple[int, int]) -> IngestResult
         schema=res.ingest_stats.schema, orient="row",
     )
     return replace(res, events=events, ingest_stats=pl.concat([res.ingest_stats, row]),
-                   outside_window=n_out)
+                   outside_window=n_out, records=events.height)
+
+
+class _Collect:
+    """The events of each tokenized batch, in order: kept (no sink) or handed to the sink
+    (filtered to the window first); per-host counts for the ``timezone_assumption`` rows."""
+
+    def __init__(self, sink: EventSink | None, window_ns: tuple[int, int] | None):
+        self.sink, self.window_ns = sink, window_ns
+        self.kept: list[pl.DataFrame] = []
+        self.hosts: dict[str | None, int] = {}
+        self.records = self.outside = 0
+
+    def add(self, ev: pl.DataFrame | None) -> None:
+        if ev is None or not ev.height:
+            return
+        if self.sink is None:
+            self.kept.append(ev)
+            return
+        for host, n in ev.group_by("host").len().rows():
+            self.hosts[host] = self.hosts.get(host, 0) + n
+        if self.window_ns is not None:
+            inside = ev.filter(pl.col("ts_ns").is_between(*self.window_ns))
+            self.outside += ev.height - inside.height
+            ev = inside
+        self.records += ev.height
+        if ev.height:
+            self.sink(ev)
+
+    def any(self) -> bool:
+        return bool(self.kept or self.hosts)
+
+    def host_counts(self) -> list[tuple[str | None, int]]:
+        """(host, records) sorted by host, nulls last (as ``sort("host", nulls_last=True)``)."""
+        if self.sink is None:
+            events = pl.concat(self.kept, how="vertical", rechunk=False)
+            return events.group_by("host").len().sort("host", nulls_last=True).rows()
+        # Python's str order is code-point order, the same as Polars' UTF-8 byte order
+        return sorted(self.hosts.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))
 
 
 def ingest_files(
@@ -285,13 +341,17 @@ def ingest_files(
     merged_seen: bool | None = None,
     tz: list[str] | None = None,
     layout: dict[str, FileNames] | None = None,
+    sink: EventSink | None = None,
+    window_ns: tuple[int, int] | None = None,
 ) -> IngestResult:
     """:func:`ingest` of files already found (a Spark partition gets its share this way).
 
     ``merged_seen`` says whether os-log-merger output sits beside other logs in the whole input
     (default: more than one file here). ``layout`` is :func:`~stacklens.ingest.layout.
     infer_layout` of the whole input (default: of ``files``; a partition must be given the
-    whole input's, as hosts are inferred from all files together)."""
+    whole input's, as hosts are inferred from all files together). ``sink`` and ``window_ns``
+    (the window is applied only with a sink; else see :func:`within_window`): see
+    :func:`ingest`."""
     t0 = time.perf_counter()
     names = names or NameMap()
     tzspec = parse_tz(tz or [], tz_offset_s)
@@ -302,6 +362,17 @@ def ingest_files(
     workers = workers or max(1, min(len(files), os.cpu_count() or 1))
     reads: list[_Read] = []
     toks: list[Future[_Tokenized]] = []
+    outs: list[_Tokenized] = []
+    got = _Collect(sink, window_ns)
+
+    def drain(keep: int) -> None:
+        """Take finished batches in order until at most ``keep`` are in flight."""
+        while len(outs) < len(toks) and (len(toks) - len(outs) > keep or toks[len(outs)].done()):
+            o = toks[len(outs)].result()
+            toks[len(outs)] = None  # type: ignore[call-overload]  # drop the frame once taken
+            got.add(o.events)
+            o.events = None
+            outs.append(o)
     pending: dict[str, tuple[LineFormat, list[FileChunk]]] = {}
     with ThreadPoolExecutor(max_workers=workers) as pool:
 
@@ -329,10 +400,11 @@ def ingest_files(
             chunks.append(r.chunk)
             if sum(len(c.data) for c in chunks) >= batch_bytes:
                 flush(r.fmt.name)
+            # at most `workers` batches tokenized ahead of the sink (bounded memory)
+            drain(workers if sink is not None else len(toks))
         for name in list(pending):
             flush(name)
-        outs = [f.result() for f in toks]
-    evs = [o.events for o in outs if o.events is not None and o.events.height]
+        drain(0)
     qs = [o.quarantine for o in outs if o.quarantine is not None and o.quarantine.height]
     stats = [s for r in reads for s in r.stats] + [s for o in outs for s in o.stats]
     settled = {s[0] for s in stats if s[1] == "layout_inferred"}
@@ -343,15 +415,19 @@ def ingest_files(
         s[1] == "layout_ambiguous"
         and ((s[0] in settled and "names no known OpenStack service" in s[4])
              or (not logs_named and s[4].startswith("no host in the name or folder"))))]
-    if not evs:
+    if not got.any():
         raise NoLogsFound(
             f"no OpenStack log records found under {', '.join(inputs or [])} "
             f"({len(files)} files looked at)"
         )
     # file order, not time order: the trace stage sorts what it needs (a global sort here cost
     # a copy of the largest table)
-    events = pl.concat(evs, how="vertical", rechunk=False)
-    stats.extend(_tz_rows(events, tzspec))
+    events = (pl.concat(got.kept, how="vertical", rechunk=False) if got.kept
+              else empty("events"))
+    stats.extend(_tz_rows(got.host_counts(), tzspec))
+    if sink is not None and window_ns is not None:
+        stats.append(("*", "outside_run_window", "info", got.outside,
+                      "records outside the run's time window"))
     quarantine = conform(pl.concat(qs), "quarantine") if qs else empty("quarantine")
     st = conform(
         pl.DataFrame(stats, schema=["file", "kind", "severity", "count", "detail"], orient="row"),
@@ -368,4 +444,6 @@ def ingest_files(
         wall_s=time.perf_counter() - t0,
         inputs=inputs or [],
         timezone_summary=_tz_summary(tzspec),
+        outside_window=got.outside,
+        records=events.height if sink is None else got.records,
     )
