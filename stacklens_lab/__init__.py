@@ -18,13 +18,14 @@ inside the lab python), :mod:`~stacklens_lab.neutron_standin`.
 """
 
 from stacklens_lab.config import LAB_CLOUD, LabCloud, LabSpec, Ports, default_lab_dir, lab_cloud
-from stacklens_lab.lab import down, read_state, run_facts, status, up
+from stacklens_lab.lab import capture_targets, down, read_state, run_facts, status, up
 
 __all__ = [
     "LAB_CLOUD",
     "LabCloud",
     "LabSpec",
     "Ports",
+    "capture_targets",
     "default_lab_dir",
     "down",
     "lab_cloud",

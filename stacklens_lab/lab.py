@@ -44,6 +44,7 @@ from stacklens_lab.config import (
     DB_USER,
     LabPaths,
     LabSpec,
+    Ports,
     write_configs,
     write_state,
 )
@@ -322,6 +323,21 @@ def run_facts(root: Path) -> dict | None:
             "hosts": [CONTROLLER] + [f"fake-{i}" for i in range(1, computes + 1)],
             "lab": {k: spec.get(k) for k in ("computes", "workers", "scheduler_spread",
                                               "max_concurrent_builds")}}
+
+
+def capture_targets(root: Path) -> dict | None:
+    """Where the lab at ``root`` can be observed during a run (``stacklens run`` recorders), or
+    None when no ``up`` succeeded there: ``{"rabbit_mgmt_url": str, "amqp_port": int,
+    "db": {"host", "port", "user", "password"}, "pids": {pid: (service, host)}}`` (live
+    processes only, :func:`stacklens_lab.services.service_pids`)."""
+    state = read_state(root)
+    if state is None:
+        return None
+    ports = Ports(**((state.get("spec") or {}).get("ports") or {}))
+    return {"rabbit_mgmt_url": f"http://127.0.0.1:{ports.rabbit_mgmt}", "amqp_port": ports.amqp,
+            "db": {"host": "127.0.0.1", "port": ports.mariadb, "user": DB_USER,
+                   "password": DB_PASSWORD},
+            "pids": sv.service_pids(LabPaths(root).run)}
 
 
 def status(root: Path) -> dict:

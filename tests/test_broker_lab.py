@@ -1,6 +1,6 @@
-"""Issue 8 on the real lab: a 2-compute lab, BrokerRecorder on its RabbitMQ (management API on
-port base+71), ``stacklens run`` booting and deleting a handful of servers, then the lab's logs
-analyzed: per RPC method, the calls/casts the broker saw and the ``Calling RPC method`` lines
+"""Issue 8 on the real lab: a 2-compute lab, ``stacklens run`` booting and deleting a handful of
+servers while it records the lab's RabbitMQ (firehose + management API on port base+71), MariaDB
+and service processes itself, then reading the lab's logs into the same run folder: per RPC method, the calls/casts the broker saw and the ``Calling RPC method`` lines
 the services logged at DEBUG agree, id by id (msg_id / unique_id), inside the capture window.
 
 Measured on the lab (2 computes, 4 servers): 41 messages published per create request and 33
@@ -10,6 +10,7 @@ Needs the lab (see tests/test_lab.py); takes about 3 minutes.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import polars as pl
 import pytest
 from test_lab import _cli, _free_port_base, _lab_python
 
-from stacklens.broker import BrokerConfig, BrokerRecorder, crosscheck, log_rpc_sends
+from stacklens.broker import crosscheck, log_rpc_sends
 from stacklens.store import RunStore
 
 pytestmark = pytest.mark.lab
@@ -46,8 +47,6 @@ sla: {success_rate: 0.5}
 
 
 def test_broker_and_logs_agree_per_method(tmp_path):
-    from stacklens_lab.config import Ports
-
     py = _lab_python()
     base = _free_port_base()
     root = tmp_path / "lab"
@@ -55,32 +54,31 @@ def test_broker_and_logs_agree_per_method(tmp_path):
              "--port-base", str(base), "--workers", "1")
     try:
         assert r.returncode == 0, f"lab up failed:\n{r.stderr[-4000:]}"
-        ports = Ports(base)
         (tmp_path / "s.yaml").write_text(SCENARIO)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (
             str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
-            "OS_CLIENT_CONFIG_FILE": str(root / "clouds.yaml")}
-        rec = BrokerRecorder(BrokerConfig(f"http://127.0.0.1:{ports.rabbit_mgmt}",
-                                          amqp_port=ports.amqp, sample_every_s=2))
-        rec.start()
-        try:
-            p = subprocess.run([sys.executable, "-m", "stacklens", "run", tmp_path / "s.yaml",
-                                "--out", tmp_path / "run"], env=env, capture_output=True,
-                               text=True, timeout=600)
-        finally:
-            tables, notes = rec.stop()
+            "OS_CLIENT_CONFIG_FILE": str(root / "clouds.yaml"), "STACKLENS_LAB_DIR": str(root)}
+        # the run records the broker itself (--capture is the default) and reads the lab's logs
+        p = subprocess.run([sys.executable, "-m", "stacklens", "run", tmp_path / "s.yaml",
+                            "--out", tmp_path / "run"], env=env, capture_output=True,
+                           text=True, timeout=600)
         assert p.returncode == 0, p.stderr[-4000:]
-        a = subprocess.run([sys.executable, "-m", "stacklens", "analyze", root / "logs",
-                            "--out", tmp_path / "an"], env=env, capture_output=True, text=True,
-                           timeout=600)
-        assert a.returncode == 0, a.stderr[-4000:]
     finally:
         _cli("down", "--dir", str(root), timeout_s=300)
-    store = RunStore(tmp_path / "an")
-    store.write(tables)
-    msgs = tables["messages"]
-    events = pl.read_parquet(store.tables_dir / "events.parquet")
-    cc = crosscheck(msgs, log_rpc_sends(events), window_ns=(rec.t0_ns, rec.t1_ns))
+    store = RunStore(tmp_path / "run")
+    cap = store.manifest()["run"]["capture"]
+    notes = cap["notes"]["broker"]
+    msgs = store.read("messages")
+    events = store.read("events")
+    assert set(cap["notes"]) == {"broker", "db", "resources"}, cap
+    assert cap["tables"]["db_digests"] > 0 and cap["tables"]["resource_samples"] > 0, cap
+    window = (cap["window_ns"][0], cap["window_ns"][1])
+    # the run's own report shows what was captured: broker, database and resource sections
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    for key in ("broker_methods", "db_cuid", "resources"):
+        assert report.get(key), key
+    assert any(f["text"].startswith("capture broker: ") for f in report["findings"])
+    cc = crosscheck(msgs, log_rpc_sends(events), window_ns=window)
     print(notes, cc, sep="\n")
     assert not any("dropped" in n for n in notes), notes
     assert cc.height >= 6 and cc["broker"].sum() > 50

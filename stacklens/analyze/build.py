@@ -44,7 +44,9 @@ from stacklens.analyze.section import Section
 from stacklens.errors import StoreError
 from stacklens.store import RunStore
 
-__all__ = ["REPORT_FORMAT_VERSION", "REQUIRED_TABLES", "build_report", "section_rows"]
+__all__ = [
+    "REPORT_FORMAT_VERSION", "REQUIRED_TABLES", "build_report", "capture_notes", "section_rows",
+]
 
 #: The version of the report dict; see the format history in the module docstring.
 REPORT_FORMAT_VERSION = 2
@@ -82,6 +84,19 @@ def _merge(report: dict[str, Any], parts: dict[str, Any]) -> None:
             report[k] = v
 
 
+def capture_notes(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The notes of what ``stacklens run`` recorded beside the logs (manifest ``run.capture``:
+    broker, db, resources; what was not captured and why) as findings of severity ``info``
+    (rule ``capture``), so every renderer shows them with the run's other findings."""
+    cap = (manifest.get("run") or {}).get("capture") or {}
+    out = [{"rule": "capture", "severity": "info", "text": f"capture {name}: {n}",
+            "evidence": {"tables": cap.get("tables", {})}}
+           for name, notes in (cap.get("notes") or {}).items() for n in notes]
+    out += [{"rule": "capture", "severity": "info", "text": f"capture {n}", "evidence": {}}
+            for n in cap.get("skipped") or []]
+    return out
+
+
 def build_report(store: RunStore) -> dict[str, Any]:
     """The report dict (module docstring) of a traced run whose templates were mined.
 
@@ -106,7 +121,7 @@ def build_report(store: RunStore) -> dict[str, Any]:
         found = findings(con, {t for t in _FINDING_TABLES if store.has(t)})
         if all(store.has(t) for t in ("requests", "traces", "spans")):
             found += local_time_findings(con)
-        report["findings"] = found
+        report["findings"] = found + capture_notes(manifest)
         for s in SECTIONS:
             if all(store.has(t) for t in s.needs):
                 _merge(report, s.shape(section_rows(con, s)))

@@ -36,8 +36,8 @@ from typing import Any
 
 from stacklens.analyze.broker_sections import BROKER_SECTIONS  # issue 8
 from stacklens.analyze.client_sections import CLIENT_SECTIONS
-from stacklens.analyze.db_sections import DB_SECTIONS
 from stacklens.analyze.config_sections import CONFIG_SECTIONS  # config advice (issue 8)
+from stacklens.analyze.db_sections import DB_SECTIONS
 from stacklens.analyze.ingest_sections import INGEST_SECTIONS
 from stacklens.analyze.resource_sections import RESOURCE_SECTIONS
 from stacklens.analyze.section import Column, Rows, Section

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import typer
@@ -19,6 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from stacklens.cli._capture import BROKER_URL, CAPTURE, DB_URL, keep, recorders
 from stacklens.cli._connection import choose_connection
 from stacklens.cli._render import FORCE, Ticker, analyze_store, print_report
 from stacklens.drive.capture import CloudFacts
@@ -28,6 +30,7 @@ from stacklens.drive.session import RunResult, finalize_records, run_scenario, s
 from stacklens.drive.workload import RunPlan, get_workload
 from stacklens.errors import SlaBreach
 from stacklens.pipeline import IngestOptions
+from stacklens.recorder import recording
 from stacklens.store import RunStore
 
 err = Console(stderr=True)
@@ -79,6 +82,13 @@ def _cloud_facts(cloud: str | None, config_files: list[Path]) -> CloudFacts:
                       query_api=True, extra={"lab": lab["lab"]})
 
 
+def _lab_root(cloud: str | None) -> Path | None:
+    """The lab's folder when ``cloud`` is the built-in lab, else None."""
+    from stacklens_lab import LAB_CLOUD, default_lab_dir
+
+    return default_lab_dir() if cloud == LAB_CLOUD else None
+
+
 def _server_view(out: Path, sources: list[str], res: RunResult, quiet: bool) -> None:
     """Read the cloud's logs of the run window into the same run folder, trace them and report
     client and server views side by side (``report.json`` key ``client_server``)."""
@@ -110,10 +120,15 @@ def run(
                                             "cloud to keep (redacted) in RUN/config/ for "
                                             "`stacklens compare` (repeatable; the lab's are "
                                             "kept without asking)."),
+    capture: bool = CAPTURE,
+    broker_mgmt_url: str | None = BROKER_URL,
+    db_url: str | None = DB_URL,
     force: bool = FORCE,
 ) -> None:
     """Boot servers as the scenario says, watch them with one list call per poll interval,
-    delete them, and record each one's timestamps, request ids, host and outcome."""
+    delete them, and record each one's timestamps, request ids, host and outcome; meanwhile
+    record the broker's messages, the database's statements and the services' CPU/memory
+    (--capture, the default)."""
     RunStore(out).prepare(force)
     scn = load_scenario(scenario)
     text = scenario.read_text(encoding="utf-8")
@@ -121,6 +136,8 @@ def run(
     chosen = choose_connection(cloud, endpoint, token, scn.cloud, scn.client.endpoint)
     conn, lab_logs = chosen.connection, chosen.lab_logs
     facts = _cloud_facts(cloud or scn.cloud, config_files)
+    recs, skipped = recorders(_lab_root(cloud or scn.cloud), broker_mgmt_url, db_url) \
+        if capture else ([], [])
     quiet = as_json or not err.is_terminal
     wl_name = scn.workload.chosen()[0]
     kind = "servers" if wl_name == "boot_servers" else f"{wl_name} steps"
@@ -167,12 +184,20 @@ def run(
                 loop.remove_signal_handler(signal.SIGINT)
 
         try:
-            res = asyncio.run(main())
+            with recording(recs) as rec:
+                window_ns = (time.time_ns(), 0)
+                res = asyncio.run(main())
+                window_ns = (window_ns[0], time.time_ns())
         except (KeyboardInterrupt, asyncio.CancelledError):
             n = finalize_records(out) if (out / "requests.jsonl").exists() else 0
             err.print(f"run: interrupted twice; {n} records kept in {out}. Servers may remain: "
                       f"stacklens cleanup {out}")
             raise typer.Exit(130) from None
+    if capture:
+        cap = keep(out, rec, skipped, window_ns)
+        for name, notes in cap["notes"].items():
+            for n in notes:
+                err.print(f"run: capture {name}: {n}")
     if as_json:
         sys.stdout.write(json.dumps(json.loads((out / "manifest.json").read_text())["run"],
                                     indent=2) + "\n")
