@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from stacklens.advise import write_config_findings
 from stacklens.manifest import IngestSection, TraceSection
 from stacklens.pipeline import (
     IngestOptions,
@@ -98,14 +99,17 @@ def print_trace(s: TraceSection) -> None:
 
 def analyze_store(store: RunStore, paths: Sequence[str], opts: IngestOptions,
                   quiet: bool) -> dict[str, Any]:
-    """Run ingest, trace, template mining and report into ``store`` with progress and the stage
-    summaries on stderr (none when ``quiet``); returns the report dict."""
+    """Run ingest, trace, template mining, config advice (when the run kept the cloud's config
+    files in ``config/``) and report into ``store`` with progress and the stage summaries on
+    stderr (none when ``quiet``); returns the report dict."""
     with stage_progress(quiet=quiet) as on_progress:
         ing = ingest_step(store, paths, opts, on_progress)
     if not quiet:
         print_ingest(ing)
     tr = trace_step(store)
     mine_step(store)
+    if (store.path / "config").is_dir():  # the cloud's config files a run kept: config advice
+        write_config_findings(store.path)
     if not quiet:
         print_trace(tr)
     return report_step(store)
