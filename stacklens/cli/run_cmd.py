@@ -121,6 +121,9 @@ def run(
                                             "`stacklens compare` (repeatable; the lab's are "
                                             "kept without asking)."),
     capture: bool = CAPTURE,
+    idle_s: float = typer.Option(0.0, "--idle-s", min=0, max=3600,
+                                 help="Seconds to record before the load starts: an idle "
+                                      "baseline of periodic messages and resource use."),
     broker_mgmt_url: str | None = BROKER_URL,
     db_url: str | None = DB_URL,
     force: bool = FORCE,
@@ -186,6 +189,9 @@ def run(
         try:
             with recording(recs) as rec:
                 window_ns = (time.time_ns(), 0)
+                if recs and idle_s > 0:
+                    err.print(f"run: recording {idle_s:.0f} s of idle baseline first")
+                    time.sleep(idle_s)
                 res = asyncio.run(main())
                 window_ns = (window_ns[0], time.time_ns())
         except (KeyboardInterrupt, asyncio.CancelledError):
