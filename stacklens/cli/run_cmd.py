@@ -89,12 +89,17 @@ def _lab_root(cloud: str | None) -> Path | None:
     return default_lab_dir() if cloud == LAB_CLOUD else None
 
 
-def _server_view(out: Path, sources: list[str], res: RunResult, quiet: bool) -> None:
-    """Read the cloud's logs of the run window into the same run folder, trace them and report
-    client and server views side by side (``report.json`` key ``client_server``)."""
+def _server_view(out: Path, sources: list[str], res: RunResult, quiet: bool,
+                 capture_ns: tuple[int, int] | None = None) -> None:
+    """Read the cloud's logs of the run window (widened to the capture window ``capture_ns``,
+    so that logs and broker capture cover the same time) into the same run folder, trace them
+    and report client and server views side by side (``report.json`` key ``client_server``)."""
     margin = 60 * 1_000_000_000
     store = RunStore(out)
-    opts = IngestOptions(window_ns=(res.summary.started_ns - margin, res.summary.ended_ns + margin))
+    t0, t1 = res.summary.started_ns, res.summary.ended_ns
+    if capture_ns is not None:
+        t0, t1 = min(t0, capture_ns[0]), max(t1, capture_ns[1])
+    opts = IngestOptions(window_ns=(t0 - margin, t1 + margin))
     report = analyze_store(store, sources, opts, quiet)
     if not quiet:
         print_report(report, out, as_json=False)
@@ -211,7 +216,7 @@ def run(
         _print_summary(res, get_workload(wl_name).durations)
     sources = logs or list(scn.logs) or lab_logs
     if sources:
-        _server_view(out, sources, res, quiet=as_json)
+        _server_view(out, sources, res, quiet=as_json, capture_ns=window_ns if capture else None)
     if res.summary.leftovers:
         err.print(f"run: {len(res.summary.leftovers)} servers remain: stacklens cleanup {out}")
     if res.summary.interrupted:

@@ -224,6 +224,8 @@ def _cell(v: Any, unit: str) -> str:
         return f"{v:.3f}"
     if unit == "bool":
         return "yes" if v else "no"
+    if unit == "count" and isinstance(v, float):  # means and sums of counts: 1 decimal at most
+        return f"{v:.0f}" if v.is_integer() else f"{v:.1f}"
     return shorten(str(v), 160) if unit == "text" else shorten(str(v))
 
 
