@@ -75,7 +75,7 @@ def test_broker_and_logs_agree_per_method(tmp_path):
     window = (cap["window_ns"][0], cap["window_ns"][1])
     # the run's own report shows what was captured: broker, database and resource sections
     report = json.loads((tmp_path / "run" / "report.json").read_text())
-    for key in ("broker_methods", "db_cuid", "resources"):
+    for key in ("broker_methods", "db_cuid", "resources", "config_findings"):
         assert report.get(key), key
     assert any(f["text"].startswith("capture broker: ") for f in report["findings"])
     cc = crosscheck(msgs, log_rpc_sends(events), window_ns=window)
