@@ -5,7 +5,7 @@ Forms (the first argument picks one)::
     stacklens forecast [MODEL] --computes N --servers M --concurrency C [--set knob=value]
                        --out RUN            simulate; then `stacklens report RUN`
     stacklens forecast calibrate RUN... -o model.json      fit a model to traced runs
-    stacklens forecast validate MODEL RUN [--seeds S]      predicted vs measured at RUN's size
+    stacklens forecast validate MODEL RUN... [--seeds S]   predicted vs measured (median of RUNs)
     stacklens forecast knobs                               list the knobs and their defaults
 
 MODEL is a calibration file, or omitted / ``lab-2025.1`` for the model shipped with stacklens.
@@ -31,7 +31,7 @@ from stacklens.forecast.calibrate import calibrate, run_settings
 from stacklens.forecast.knobs import KNOB_HELP, Knobs, parse_sets
 from stacklens.forecast.run import forecast_run, knobs_for, resolve_model
 from stacklens.forecast.tables import SIMULATED, to_tables
-from stacklens.forecast.validate import compare, measured_metrics, render
+from stacklens.forecast.validate import compare, measured_metrics, median_metrics, render
 from stacklens.store import RunStore
 
 __all__ = ["forecast"]
@@ -62,14 +62,20 @@ def _calibrate(runs: list[str], out: Path | None, provenance: list[str], load: s
               f"{sum(r['creates'] for r in m)} boots -> {out}")
 
 
-def _validate(model: str, run: str, seeds: int, sets: list[str]) -> None:
+def _validate(model: str, runs: list[str], seeds: int, sets: list[str]) -> None:
     cal, name = resolve_model(model)
-    store = RunStore(run)
-    rs = run_settings(store)
-    meas = measured_metrics(run)
-    base = knobs_for(cal, computes=int(rs["computes"]), servers=int(rs["servers"]),
-                     concurrency=int(rs.get("concurrency") or rs["servers"]),
-                     poll_interval_s=rs.get("poll_interval_s"))
+    sizes = []
+    for run in runs:
+        rs = run_settings(RunStore(run))
+        sizes.append((int(rs["computes"]), int(rs["servers"]),
+                      int(rs.get("concurrency") or rs["servers"]), rs.get("poll_interval_s")))
+    if len(set(sizes)) > 1:
+        raise UserError("forecast validate: the runs differ in computes/servers/concurrency/"
+                        f"poll interval: {sorted(set(sizes), key=str)}")
+    computes, servers, concurrency, poll = sizes[0]
+    meas, spread = median_metrics([measured_metrics(r) for r in runs])
+    base = knobs_for(cal, computes=computes, servers=servers, concurrency=concurrency,
+                     poll_interval_s=poll)
     base = parse_sets(sets, base)
     preds = []
     with tempfile.TemporaryDirectory(prefix="stacklens-validate-") as tmp:
@@ -82,14 +88,15 @@ def _validate(model: str, run: str, seeds: int, sets: list[str]) -> None:
     for key in meas:
         vals = [v for p in preds if (v := p.get(key)) is not None]
         pred[key] = statistics.median(vals) if vals else None
-    typer.echo(f"model {name}; measured {run} ({base.servers} boots, {base.computes} computes, "
+    what = runs[0] if len(runs) == 1 else f"median of {len(runs)} runs"
+    typer.echo(f"model {name}; measured {what} ({base.servers} boots, {base.computes} computes, "
                f"concurrency {base.concurrency}); predicted: median of {seeds} seeds")
-    typer.echo(render(compare(pred, meas)))
+    typer.echo(render(compare(pred, meas, spread if len(runs) > 1 else None)))
 
 
 def forecast(
     args: list[str] = typer.Argument(None, help="[MODEL] | calibrate RUN... | validate MODEL "
-                                     "RUN | knobs"),
+                                     "RUN... | knobs"),
     computes: int | None = typer.Option(None, "--computes", "-k", min=1, help="Compute hosts."),
     servers: int | None = typer.Option(None, "--servers", "-n", min=1,
                                        help="Servers booted [default: 20 per compute]."),
@@ -119,9 +126,9 @@ def forecast(
         _calibrate(args[1:] or [], out, provenance, load)
         return
     if verb == "validate":
-        if len(args) != 3:
-            raise UserError("forecast validate MODEL RUN")
-        _validate(args[1], args[2], seeds, sets)
+        if len(args) < 3:
+            raise UserError("forecast validate MODEL RUN [RUN...]")
+        _validate(args[1], args[2:], seeds, sets)
         return
     if verb == "knobs":
         d = Knobs().as_dict()

@@ -9,6 +9,7 @@ the last create's end). :func:`compare` puts two such dicts side by side with th
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import polars as pl
 
 from stacklens.store import RunStore
 
-__all__ = ["COMPONENTS", "compare", "measured_metrics", "render"]
+__all__ = ["COMPONENTS", "compare", "measured_metrics", "median_metrics", "render"]
 
 #: Components compared (breakdown names, as measured runs have them).
 COMPONENTS = ("nova-api", "nova-conductor", "nova-scheduler", "placement-api", "nova-compute",
@@ -47,16 +48,34 @@ def measured_metrics(run: str | Path) -> dict[str, float | None]:
     return out
 
 
-def compare(pred: dict[str, Any], meas: dict[str, Any]) -> list[dict[str, Any]]:
-    """Rows ``{metric, predicted, measured, error_pct}`` for every metric in ``meas``;
-    ``error_pct`` is None when the measured value is 0 or missing."""
+def median_metrics(runs: list[dict[str, float | None]]
+                   ) -> tuple[dict[str, float | None], dict[str, tuple[float, float] | None]]:
+    """Per metric over several runs' :func:`measured_metrics`: the median, and the range
+    ``(min, max)`` (None where no run has the metric). Repeated runs of one size on a shared
+    machine differ; the median is what a forecast is held to, the range is the noise."""
+    med: dict[str, float | None] = {}
+    rng: dict[str, tuple[float, float] | None] = {}
+    for k in runs[0] if runs else {}:
+        vals = sorted(v for r in runs if (v := r.get(k)) is not None)
+        med[k] = statistics.median(vals) if vals else None
+        rng[k] = (vals[0], vals[-1]) if vals else None
+    return med, rng
+
+
+def compare(pred: dict[str, Any], meas: dict[str, Any],
+            spread: dict[str, tuple[float, float] | None] | None = None) -> list[dict[str, Any]]:
+    """Rows ``{metric, predicted, measured, error_pct, measured_min, measured_max}`` for every
+    metric in ``meas`` (min/max from ``spread``, else None); ``error_pct`` is None when the
+    measured value is 0 or missing."""
     rows = []
     for k, m in meas.items():
         p = pred.get(k)
         err = None
         if p is not None and m:
             err = (p - m) / m * 100.0
-        rows.append({"metric": k, "predicted": p, "measured": m, "error_pct": err})
+        lo_hi = (spread or {}).get(k) or (None, None)
+        rows.append({"metric": k, "predicted": p, "measured": m, "error_pct": err,
+                     "measured_min": lo_hi[0], "measured_max": lo_hi[1]})
     return rows
 
 
@@ -64,10 +83,14 @@ def render(rows: list[dict[str, Any]], target_pct: float = 15.0) -> str:
     """A plain-text table of :func:`compare`'s rows, marking errors beyond ``target_pct``."""
     def f(v: Any) -> str:
         return "-" if v is None else f"{v:.2f}"
-    lines = [f"{'metric':<32}{'predicted':>11}{'measured':>11}{'error':>9}"]
+    ranged = any(r.get("measured_min") is not None for r in rows)
+    head = f"{'metric':<32}{'predicted':>11}{'measured':>11}{'error':>9}"
+    lines = [head + (f"{'measured range':>20}" if ranged else "")]
     for r in rows:
         e = r["error_pct"]
         mark = "" if e is None or abs(e) <= target_pct else "  > target"
+        rng = (f"{f(r['measured_min']) + '..' + f(r['measured_max']):>20}"
+               if ranged and r.get("measured_min") is not None else (" " * 20 if ranged else ""))
         lines.append(f"{r['metric']:<32}{f(r['predicted']):>11}{f(r['measured']):>11}"
-                     f"{('-' if e is None else f'{e:+.0f}%'):>9}{mark}")
+                     f"{('-' if e is None else f'{e:+.0f}%'):>9}{rng}{mark}")
     return "\n".join(lines)
