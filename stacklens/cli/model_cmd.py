@@ -72,6 +72,8 @@ def messages(
         typer.echo(json.dumps(out, indent=1, default=str))
         return
     con = Console()
+    if not con.is_terminal:  # a pipe or file: rich's 80 columns would cut the method names
+        con = Console(width=140)
     con.print("runs: " + ", ".join(f"{c.run} (N={c.nodes}, {c.boots} boots, "
                                     f"{c.window_min:.1f} min)" for c in model.runs))
     con.print(_fits_table(model, nodes, top))
