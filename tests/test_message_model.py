@@ -136,3 +136,16 @@ def test_cli(runs: list[Path]):
     assert r.returncode == 0 and "held out" in r.stdout and "missing:" in r.stdout
     r = subprocess.run(args[:5] + [str(runs[0])], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and r.stderr.count("\n") == 1
+
+
+def test_a_slope_within_its_noise_is_not_extrapolated():
+    """Per-boot counts that wobble with N (23.9, 22.9, 22.2, 24.2, 24.0 at 2..32 nodes) give an
+    OLS slope whose t statistic is small: the fit is their mean, and its interval at 600 nodes
+    stays a mean's; a clear trend (5 + 2N with small noise) keeps its slope."""
+    flat = fit_line("reply", [(2, 23.9), (4, 22.9), (8, 22.2), (16, 24.2), (32, 24.0)])
+    assert not flat.linear and flat.b == 0.0
+    assert abs(flat.a - 23.44) < 1e-9
+    v, lo, hi = flat.predict(600)
+    assert v == flat.a and lo is not None and hi is not None and hi - lo < 6
+    trend = fit_line("fanout", [(2, 9.1), (4, 12.9), (8, 21.2), (16, 36.8), (32, 69.1)])
+    assert trend.linear and 1.9 < trend.b < 2.1

@@ -38,7 +38,7 @@ def _fits_table(model: MessageModel, nodes: int | None, top: int) -> Table:
                             ("periodic/min", model.periodic, "periodic_per_min")):
         ranked = sorted(fits.values(), key=lambda f: -(f.a + f.b * (nodes or 0)))
         for f in ranked[:top]:
-            row = [qty, f.key, _num(f.a), _num(f.b, 3),
+            row = [qty, f.key, _num(f.a), _num(f.b, 3) if f.linear else "0 (t test)",
                    " ".join(f"{r:+.2f}" for r in f.residuals)]
             if pred:
                 v, lo, hi = pred[pkey][f.key]

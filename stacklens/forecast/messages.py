@@ -48,6 +48,11 @@ __all__ = ["MethodFit", "MessageModel", "RunCounts", "fit_line", "fit_messages",
 #: Two-sided 95 % quantiles of Student's t by degrees of freedom (1..10; beyond: 2.0).
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
 
+def _t95(dof: int) -> float:
+    """Two-sided 95 % quantile of Student's t with ``dof`` >= 1 degrees of freedom."""
+    return _T95[dof - 1] if dof <= len(_T95) else 2.0
+
+
 #: Operations whose messages are per-request traffic.
 BOOT_OPERATIONS = ("server.create", "server.delete")
 
@@ -131,30 +136,37 @@ class MethodFit:
     points: tuple[tuple[int, float], ...]
     residuals: tuple[float, ...]
     s: float | None
+    linear: bool = True  # False: the slope failed its t test, the fit is the constant mean
 
     def predict(self, n: float) -> tuple[float, float | None, float | None]:
         """``(value, low, high)`` at ``n`` nodes; the interval is None without a residual
-        error (two runs or fewer); low is clipped at 0."""
+        error (two runs or fewer); low is clipped at 0. A constant fit (``linear`` false) has
+        the prediction interval of a mean (Student's t with ``k - 1`` degrees of freedom)."""
         y = self.a + self.b * n
         if self.s is None:
             return y, None, None
         xs = [p[0] for p in self.points]
         k = len(xs)
+        if not self.linear:
+            half = _t95(k - 1) * self.s * math.sqrt(1 + 1 / k)
+            return y, max(0.0, y - half), y + half
         mx = sum(xs) / k
         sxx = sum((x - mx) ** 2 for x in xs)
-        t = _T95[k - 3] if k - 2 <= len(_T95) else 2.0
-        half = t * self.s * math.sqrt(1 + 1 / k + ((n - mx) ** 2 / sxx if sxx else 0.0))
+        half = _t95(k - 2) * self.s * math.sqrt(1 + 1 / k + ((n - mx) ** 2 / sxx if sxx else 0.0))
         return y, max(0.0, y - half), y + half
 
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "a": self.a, "b": self.b,
                 "points": [list(p) for p in self.points],
-                "residuals": list(self.residuals), "s": self.s}
+                "residuals": list(self.residuals), "s": self.s, "linear": self.linear}
 
 
 def fit_line(key: str, points: list[tuple[int, float]]) -> MethodFit:
     """Least squares ``y = a + b x`` with ``a, b >= 0`` (the constrained optimum: the OLS line
-    when both are non-negative, else the better of the two one-term fits). Raises
+    when both are non-negative, else the better of the two one-term fits). With three points
+    or more, a slope whose t statistic ``b / se(b)`` is below the 95 % quantile of Student's t
+    (``n - 2`` dof) is not kept: the fit is then the constant mean (``linear`` false), the
+    nested model an F / t test prefers (Montgomery & Runger, section 11-4). Raises
     ``ValueError`` without points."""
     if not points:
         raise ValueError("no points")
@@ -165,7 +177,8 @@ def fit_line(key: str, points: list[tuple[int, float]]) -> MethodFit:
     sxx = sum((x - mx) ** 2 for x in xs)
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
     a = my - b * mx
-    if a < 0 or b < 0:
+    ols = a >= 0 and b >= 0
+    if not ols:
         sse = lambda a_, b_: sum((y - a_ - b_ * x) ** 2 for x, y in zip(xs, ys, strict=True))  # noqa: E731
         b0 = sum(x * y for x, y in zip(xs, ys, strict=True)) / sum(x * x for x in xs) \
             if any(xs) else 0.0
@@ -173,9 +186,15 @@ def fit_line(key: str, points: list[tuple[int, float]]) -> MethodFit:
         a, b = min(cands, key=lambda c: sse(*c))
     res = tuple(y - a - b * x for x, y in zip(xs, ys, strict=True))
     s = math.sqrt(sum(r * r for r in res) / (k - 2)) if k > 2 else None
-    return MethodFit(key=key, a=a, b=b, points=tuple((int(x), y) for x, y in zip(xs, ys,
-                                                                                   strict=True)),
-                     residuals=res, s=s)
+    pts = tuple((int(x), y) for x, y in zip(xs, ys, strict=True))
+    if ols and s is not None and b > 0 and sxx and b < _t95(k - 2) * s / math.sqrt(sxx):
+        # the slope is not distinguishable from 0 at 95 % (t test on b): a per-boot count that
+        # only wobbles with the node count must not be extrapolated to 600 nodes as a trend.
+        # The nested constant model y = mean(y) stands, with its own residual error (k-1 dof).
+        res = tuple(y - my for y in ys)
+        s1 = math.sqrt(sum(r * r for r in res) / (k - 1))
+        return MethodFit(key=key, a=my, b=0.0, points=pts, residuals=res, s=s1, linear=False)
+    return MethodFit(key=key, a=a, b=b, points=pts, residuals=res, s=s)
 
 
 @dataclass
