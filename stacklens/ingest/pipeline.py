@@ -24,7 +24,7 @@ from stacklens.ingest.layout import FileNames, infer_layout, merged_names, servi
 from stacklens.ingest.names import _PROJECTS, NameMap, host_from_path
 from stacklens.ingest.sources import SourceFile, display_name, find_files, read_bytes
 from stacklens.ingest.timezone import TzSpec, apply_tz, parse_tz
-from stacklens.ingest.tokenize import FileChunk, tokenize_batch
+from stacklens.ingest.tokenize import FileChunk, count_lines, tokenize_batch
 from stacklens.schema import conform, empty
 
 __all__ = [
@@ -135,7 +135,7 @@ def _read(src: SourceFile, names: NameMap, merged_seen: bool, fn: FileNames | No
     stats = [(path, k, sev, c, d) for k, sev, c, d in rr.problems]
     data = rr.data
     fmt = detect_format(_sample_lines(data))
-    nlines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    nlines = count_lines(data)
     if fmt is None:
         why = "binary file" if b"\0" in data[:8192] else "no oslo.log-style record lines"
         stats.append((path, "unrecognized_file", "info", nlines, why))
