@@ -62,7 +62,8 @@ def batch_bytes_setting() -> int:
     """Bytes of log text per tokenized batch: ``STACKLENS_INGEST_BATCH_MIB`` (MiB, an integer
     >= 1; default 64). Peak memory of a streaming ingest is about ``(workers + 2)`` batches
     (read, tokenized and being written) times ~3 (text, Arrow columns, Parquet pages) plus the
-    largest file read whole, whatever the input size; 64 MiB on 2 cores stays under 1 GiB.
+    largest file read whole (files are not split), whatever the input size: measured peak RSS of
+    ``stacklens ingest`` on 2 cores ~1.0 GiB at 1, 5 and 10 M lines with the default.
     Raises :class:`~stacklens.errors.UserError` for a value that is not a positive integer."""
     raw = os.environ.get("STACKLENS_INGEST_BATCH_MIB", "").strip()
     if not raw:
