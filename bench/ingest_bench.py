@@ -25,7 +25,8 @@ What it measures
      a fresh interpreter, nothing written, for a breakdown (import time and ingest time apart).
 
    Each runs ``--repeat`` times (default 3); wall and CPU times (``cpu_s``, user + sys of the
-   child from ``os.wait4``) are medians, peak RSS is the maximum. The corpus was just written
+   child from ``os.wait4``; for stacklens also ``cpu_user_s`` and ``cpu_sys_s`` apart: system
+   time is page faults and copies) are medians, peak RSS is the maximum. The corpus was just written
    (or is read by grep first), so every run reads from the page cache: this measures CPU cost,
    not disk speed. ``machine.loadavg_1m`` (before, after) shows whether other processes were
    competing for the CPUs; on a busy machine ``cpu_s`` is steadier than ``wall_s``.
