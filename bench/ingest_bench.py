@@ -25,7 +25,8 @@ What it measures
      a fresh interpreter, nothing written, for a breakdown (import time and ingest time apart).
 
    Each runs ``--repeat`` times (default 3); wall and CPU times (``cpu_s``, user + sys of the
-   child from ``os.wait4``) are medians, peak RSS is the maximum. The corpus was just written
+   child from ``os.wait4``; for stacklens also ``cpu_user_s`` and ``cpu_sys_s`` apart: system
+   time is page faults and copies) are medians, peak RSS is the maximum. The corpus was just written
    (or is read by grep first), so every run reads from the page cache: this measures CPU cost,
    not disk speed. ``machine.loadavg_1m`` (before, after) shows whether other processes were
    competing for the CPUs; on a busy machine ``cpu_s`` is steadier than ``wall_s``.
@@ -184,6 +185,21 @@ def run_measured(
     stderr_path: Path | None = None,
 ) -> tuple[float, float, float, int, bytes]:
     """Run ``cmd``; return (wall s, peak RSS MiB, CPU s (user + sys), exit code, stdout)."""
+    m = measure(cmd, env=env, timeout_s=timeout_s, stderr_path=stderr_path)
+    return m["wall_s"], m["peak_rss_mib"], m["cpu_s"], m["code"], m["stdout"]
+
+
+def measure(
+    cmd: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    timeout_s: float,
+    stderr_path: Path | None = None,
+) -> dict:
+    """Run ``cmd`` as a child process; a dict of ``wall_s`` (spawn to exit, s), ``cpu_user_s``,
+    ``cpu_sys_s`` and ``cpu_s`` (their sum; the child's and its waited-for children's, from
+    ``os.wait4``), ``peak_rss_mib`` (the child's maximum resident set), ``code`` (exit code) and
+    ``stdout`` (bytes). The child is killed after ``timeout_s`` seconds."""
     err = stderr_path.open("wb") if stderr_path else subprocess.DEVNULL
     try:
         t0 = time.perf_counter()
@@ -201,8 +217,15 @@ def run_measured(
         if stderr_path:
             err.close()
     p.returncode = code = os.waitstatus_to_exitcode(status)
-    cpu = ru.ru_utime + ru.ru_stime
-    return wall, ru.ru_maxrss / 1024.0, cpu, code, out  # ru_maxrss is KiB on Linux
+    return {
+        "wall_s": wall,
+        "cpu_user_s": ru.ru_utime,
+        "cpu_sys_s": ru.ru_stime,
+        "cpu_s": ru.ru_utime + ru.ru_stime,
+        "peak_rss_mib": ru.ru_maxrss / 1024.0,  # ru_maxrss is KiB on Linux
+        "code": code,
+        "stdout": out,
+    }
 
 
 def _chunks(files: list[Path]) -> list[list[str]]:
@@ -265,12 +288,13 @@ def native_used(native: bool | None) -> bool:
 
 def run_stacklens(corpus: Path, out: Path, timeout_s: float, native: bool | None = None) -> dict:
     errf = out.parent / f"{out.name}.stderr"
-    wall, rss, cpu, code, _ = run_measured(
+    ms = measure(
         [*stacklens_cmd(), "ingest", str(corpus), "--out", str(out)],
         env=child_env(native),
         timeout_s=timeout_s,
         stderr_path=errf,
     )
+    wall, rss, cpu, code = ms["wall_s"], ms["peak_rss_mib"], ms["cpu_s"], ms["code"]
     if code != 0:
         tail = errf.read_text(errors="replace")[-2000:]
         raise SystemExit(f"ingest_bench: stacklens ingest exited {code}:\n{tail}")
@@ -278,6 +302,8 @@ def run_stacklens(corpus: Path, out: Path, timeout_s: float, native: bool | None
     return {
         "wall_s": wall,
         "cpu_s": cpu,
+        "cpu_user_s": ms["cpu_user_s"],
+        "cpu_sys_s": ms["cpu_sys_s"],
         "peak_rss_mib": rss,
         "records": m.get("records"),
         "lines": m.get("lines"),
@@ -420,6 +446,8 @@ def main(argv: list[str] | None = None) -> int:
                 "peak_rss_mib": round(max(r["peak_rss_mib"] for r in sl), 1),
                 "records": sl[-1]["records"],
                 "cpu_s": round(med(r["cpu_s"] for r in sl), 2),
+                "cpu_user_s": round(med(r["cpu_user_s"] for r in sl), 2),
+                "cpu_sys_s": round(med(r["cpu_sys_s"] for r in sl), 2),
                 "ingest_wall_s": round(med(r["ingest_wall_s"] or 0.0 for r in sl), 3),
                 "runs_wall_s": [round(r["wall_s"], 3) for r in sl],
             },

@@ -46,6 +46,15 @@ RUN_FILES = ("tables", "stacklens.duckdb", "stacklens.duckdb.wal", "manifest.jso
 #: their size.
 PARQUET_COMPRESSION: Final = "zstd"
 
+#: Columns written without Parquet dictionary encoding (values mostly distinct: the dictionary
+#: is built and then dropped, a quarter of the events' write time) and, for the long texts,
+#: without min/max statistics (no query filters on them). Encodings only: the values read back
+#: are the same.
+_PLAIN_COLUMNS: Final = {
+    "events": ("ts_ns", "line_no", "message", "continuation", "request_id", "http_dur_s"),
+}
+_NO_STATS_COLUMNS: Final = {"events": ("message", "continuation")}
+
 #: Run-folder format: the manifest's (history in :mod:`stacklens.manifest`; tables unchanged).
 FORMAT_VERSION = MANIFEST_FORMAT_VERSION
 
@@ -225,7 +234,13 @@ class TableWriter:
         if self._w is None:
             import pyarrow.parquet as papq  # here: its import costs ~0.2 s of every CLI start
 
-            self._w = papq.ParquetWriter(self._part, at.schema, compression=PARQUET_COMPRESSION)
+            plain = _PLAIN_COLUMNS.get(self.name, ())
+            no_stats = _NO_STATS_COLUMNS.get(self.name, ())
+            self._w = papq.ParquetWriter(
+                self._part, at.schema, compression=PARQUET_COMPRESSION,
+                use_dictionary=[c for c in at.schema.names if c not in plain],
+                write_statistics=[c for c in at.schema.names if c not in no_stats],
+            )
         self._w.write_table(at)
         self.rows += df.height
 

@@ -348,3 +348,16 @@ def test_tracebacks_across_task_cuts(monkeypatch):
     r = random.Random(11)
     for fmt in ("oslo", "oslo_merged"):
         assert_same(chunks_of([_tb_file(r, fmt, 200), _tb_file(r, fmt, 50)]), fmt)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300) | st.text(alphabet="ab\n\r", max_size=60).map(str.encode))
+def test_count_lines_native_equals_python(data):
+    """``count_lines``: the native count (GIL released) is ``bytes.count`` plus one for an
+    unterminated last line, the count of ``grep -c ''`` and of both tokenizers."""
+    import stacklens_native
+
+    if not hasattr(stacklens_native, "count_lines"):
+        pytest.skip("stacklens_native predates count_lines: rebuild native/")
+    want = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    assert stacklens_native.count_lines(data) == want == tok.count_lines(data)

@@ -68,6 +68,7 @@ __all__ = [
     "FileChunk",
     "MAX_LINE_CHARS",
     "TokenizeResult",
+    "count_lines",
     "native_available",
     "native_wanted",
     "tokenize",
@@ -188,6 +189,16 @@ def native_wanted() -> bool:
     ``STACKLENS_NATIVE`` is not ``0`` (files of formats marked ``native=False`` still take the
     Polars path)."""
     return _native is not None and os.environ.get("STACKLENS_NATIVE", "1").strip() != "0"
+
+
+def count_lines(data: bytes) -> int:
+    """Physical lines of ``data``: newlines, plus one for an unterminated last line (as
+    ``grep -c ''`` and the tokenizers count). Native (GIL released) when :func:`native_wanted`
+    and the installed module has it, else ``bytes.count``; the same number either way."""
+    fast = getattr(_native, "count_lines", None) if native_wanted() else None
+    if fast is not None:
+        return int(fast(data))
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
 def tokenize_batch(
