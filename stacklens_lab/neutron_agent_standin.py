@@ -124,7 +124,11 @@ class Agent:
         from oslo_config import cfg
 
         self.om, self.a = om, a
-        self.conf = cfg.ConfigOpts()
+        # the global CONF, as neutron's agents use: oslo.messaging registers some of its
+        # options (the metrics group) there only
+        self.conf = cfg.CONF
+        # neutron's exchange (neutron/common/rpc.py: set_transport_defaults), not "openstack"
+        om.set_transport_defaults(control_exchange="neutron")
         self.conf([], project="neutron-agent-standin", default_config_files=[])
         self.transport = om.get_rpc_transport(self.conf, url=a.transport_url)
         self.counts = Counts(a.host, a.counts)
