@@ -132,6 +132,8 @@ class LabSpec:
     scheduler_spread: bool = False
     max_concurrent_builds: int = 10  # nova's default
     ports: Ports = field(default_factory=Ports)
+    # --neutron (issue 13): interpreter with neutron 26.x; "" = the loopback stand-in
+    neutron_python: str = ""
 
     def to_json(self) -> dict:
         """A JSON-safe dict (``lab.json``)."""
@@ -329,8 +331,11 @@ clouds:
     compute_endpoint_override: http://127.0.0.1:{p.nova_api}/v2.1
     image_endpoint_override: http://127.0.0.1:{p.glance}
     placement_endpoint_override: http://127.0.0.1:{p.placement}
-    network_endpoint_override: http://127.0.0.1:{p.neutron}   # the loopback neutron stand-in
+    network_endpoint_override: http://127.0.0.1:{p.neutron}   # {_NET[bool(spec.neutron_python)]}
 """
+
+
+_NET = ("the loopback neutron stand-in", "neutron-server (lab up --neutron)")
 
 
 def write_configs(spec: LabSpec, paths: LabPaths) -> None:

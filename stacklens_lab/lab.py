@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from stacklens.errors import LabError
+from stacklens_lab import neutron as nt  # lab up --neutron (issue 13)
 from stacklens_lab import services as sv
 from stacklens_lab.client import Api, ensure_flavor, ensure_image, fresh_services
 from stacklens_lab.config import (
@@ -56,7 +57,7 @@ Say = Callable[[str], None]
 _TIERS = (  # stop order: clients of a tier first
     lambda n: n.startswith("nova-compute") or n in (
         "nova-scheduler", "nova-conductor", "nova-api", "glance-api", "placement-api",
-        "neutron-standin"),
+        "neutron-standin") or n.startswith("neutron-"),  # --neutron: server, agent stand-ins
     lambda n: n == "rabbitmq",
     lambda n: True,
 )
@@ -156,7 +157,8 @@ def _rabbitmq(spec: LabSpec, paths: LabPaths, bins: Binaries) -> None:
                   run=paths.run, watch=["rabbitmq"], timeout_s=120)
 
 
-def _schema(spec: LabSpec, paths: LabPaths, scripts: Path) -> None:
+def _schema(spec: LabSpec, paths: LabPaths, scripts: Path,
+            extra: list[Callable[[], object]] | None = None) -> None:
     nova = [str(scripts / "nova-manage"), "--config-file", str(paths.etc / "nova" / "nova.conf"),
             "--config-file", str(paths.etc / "nova" / "nova-db.conf")]
 
@@ -177,6 +179,7 @@ def _schema(spec: LabSpec, paths: LabPaths, scripts: Path) -> None:
                       str(paths.etc / "glance" / "glance-api.conf"), "db_sync"],
                      paths, "glance-manage db_sync"),
         nova_chain,
+        *(extra or []),  # --neutron: neutron-db-manage upgrade heads
     ]
     with ThreadPoolExecutor(len(jobs)) as ex:
         for f in [ex.submit(j) for j in jobs]:
@@ -192,18 +195,21 @@ def _gunicorn(name: str, factory: str, port: int, spec: LabSpec, paths: LabPaths
     ], {**env, "PYTHONPATH": str(paths.py)})
 
 
-def _services(spec: LabSpec, paths: LabPaths, scripts: Path, say: Say) -> None:
+def _services(spec: LabSpec, paths: LabPaths, scripts: Path, say: Say,
+              npy: nt.NeutronPython | None = None) -> None:
     p, etc = spec.ports, paths.etc
+    neutron = (sv.ProcSpec("neutron-standin", [
+        _own_python(), "-m", "stacklens_lab.neutron_standin", "--port", str(p.neutron),
+        "--log", str(paths.log(CONTROLLER, "neutron", "neutron-standin"))]), f"{p.neutron}/")
+    if npy is not None:  # --neutron: the real neutron-server on the stand-in's port
+        neutron = (nt.server(paths, npy), f"{p.neutron}/v2.0/networks")
     nova_files = "api-paste.ini;nova.conf;nova-db.conf;nova-api.conf"
     apis = [
         (_gunicorn("placement-api", "placement_api", p.placement, spec, paths, scripts,
                    {"OS_PLACEMENT_CONFIG_DIR": str(etc / "placement")}), f"{p.placement}/"),
         (_gunicorn("glance-api", "glance_api", p.glance, spec, paths, scripts,
                    {"OS_GLANCE_CONFIG_DIR": str(etc / "glance")}), f"{p.glance}/versions"),
-        (sv.ProcSpec("neutron-standin", [
-            _own_python(), "-m", "stacklens_lab.neutron_standin", "--port", str(p.neutron),
-            "--log", str(paths.log(CONTROLLER, "neutron", "neutron-standin"))]),
-         f"{p.neutron}/"),
+        neutron,
         (_gunicorn("nova-api", "nova_api", p.nova_api, spec, paths, scripts,
                    {"OS_NOVA_CONFIG_DIR": str(etc / "nova"), "OS_NOVA_CONFIG_FILES": nova_files}),
          f"{p.nova_api}/"),
@@ -218,6 +224,8 @@ def _services(spec: LabSpec, paths: LabPaths, scripts: Path, say: Say) -> None:
     for b in ("nova-conductor", "nova-scheduler"):
         sv.start(sv.ProcSpec(b, [str(scripts / b), *conf, *db, "--log-file",
                                  str(paths.log(CONTROLLER, "nova", b))]), paths.run)
+    for agent in nt.agents(spec, paths, npy) if npy is not None else []:  # --neutron
+        sv.start(agent, paths.run)
 
 
 def _own_python() -> str:
@@ -267,18 +275,28 @@ def up(spec: LabSpec, say: Say = lambda s: None) -> dict:
                        + "; stop what holds them or pass another --port-base")
     scripts = Path(vers.scripts)
     timings: dict[str, float] = {}
+    # --neutron: probe the neutron python before anything starts
+    npy = nt.probe(spec.neutron_python) if spec.neutron_python else None
     write_configs(spec, paths)
+    if npy is not None:
+        nt.write_configs(spec, paths, npy)
     try:
         with _step(timings, "mariadb", say):
             _mariadb(spec, paths, bins)
+            if npy is not None:  # --neutron
+                _sql(bins, paths, f"CREATE DATABASE IF NOT EXISTS {nt.NEUTRON_DB};")
         with _step(timings, "rabbitmq", say):
             _rabbitmq(spec, paths, bins)
         with _step(timings, "schema", say):
-            _schema(spec, paths, scripts)
+            _schema(spec, paths, scripts,
+                    [nt.schema_job(paths, npy, _run)] if npy is not None else None)
         with _step(timings, "services", say):
-            _services(spec, paths, scripts, say)
+            _services(spec, paths, scripts, say, npy)
         with _step(timings, "computes", say):
             _computes(spec, paths, scripts, since, say)
+        if npy is not None:  # --neutron: every agent stand-in has reported state
+            with _step(timings, "neutron_agents", say):
+                nt.wait_agents(spec, paths, since)
         with _step(timings, "flavor_image", say):
             flavor = ensure_flavor(Api(f"http://127.0.0.1:{spec.ports.nova_api}/v2.1"))
             image = ensure_image(Api(f"http://127.0.0.1:{spec.ports.glance}", microversion=None))
@@ -290,6 +308,9 @@ def up(spec: LabSpec, say: Say = lambda s: None) -> dict:
     state = {"spec": spec.to_json(), "versions": vers.versions, "python_version": vers.python,
              "timings_s": timings, "started_at": since, "flavor": flavor, "image": image,
              "clouds_yaml": str(paths.clouds), "logs": str(paths.logs)}
+    if npy is not None:  # --neutron
+        state["neutron"] = {"python": npy.python, "versions": npy.versions,
+                            "agents": "stand-in"}
     write_state(paths, state)
     return state
 

@@ -7,11 +7,13 @@ stdout.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 import typer
 
+from stacklens.errors import LabError
 from stacklens_lab import LabSpec, Ports, default_lab_dir, down, status, up
 from stacklens_lab.deps import LAB_PYTHON_ENV, lab_python
 from stacklens_lab.lab import read_state
@@ -58,10 +60,24 @@ def up_cmd(
         help="Interpreter with OpenStack 2025.1 installed (see .ci/lab-setup.sh)."),
     port_base: int = typer.Option(28700, "--port-base", min=1024, max=65000,
                                   help="Ports used: base+6 MariaDB ... base+96 neutron stand-in."),
+    # --- lab up --neutron (issue 13) ---
+    neutron: bool = typer.Option(
+        False, "--neutron/--no-neutron",
+        help="Run a real neutron-server (ML2 openvswitch+l2population, 2025.1) on the "
+        "stand-in's port, with one L2 agent stand-in per fake compute."),
+    neutron_python: str | None = typer.Option(
+        None, "--neutron-python", envvar="STACKLENS_LAB_NEUTRON_PYTHON",
+        help="Interpreter with neutron 26.x (see .ci/lab-neutron-setup.sh); with --neutron."),
+    # --- end lab up --neutron ---
 ) -> None:
     """Check dependencies, write configs, start every service, wait for K computes."""
+    if neutron and not neutron_python:
+        raise LabError("lab: --neutron needs --neutron-python or STACKLENS_LAB_NEUTRON_PYTHON "
+                       "(bash .ci/lab-neutron-setup.sh makes one)")
+    npy = os.path.abspath(neutron_python) if neutron and neutron_python else ""
     spec = LabSpec(root=_root(lab_dir), python=lab_python(python), computes=computes,
-                   workers=workers, scheduler_spread=scheduler_spread, ports=Ports(port_base))
+                   workers=workers, scheduler_spread=scheduler_spread, ports=Ports(port_base),
+                   neutron_python=npy)
     state = up(spec, say=_say)
     p = spec.ports
     _say(f"lab: up in {state['timings_s']['total']:.1f} s with {computes} computes "
