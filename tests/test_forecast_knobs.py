@@ -54,8 +54,10 @@ def test_host_subset_size_spreads_the_burst_and_cuts_the_tail(cal):
 
 
 def test_more_api_workers_shorter_boots(cal):
-    # the API is the first queue of a burst (lab: submitting 100 POSTs took 17-19 s)
-    base = knobs_for(cal, computes=32, servers=320, concurrency=320, host_subset_size=32)
+    # the API is the first queue of a burst (lab: submitting 100 POSTs took 17-19 s) once the
+    # computes can build faster than one API worker admits (lab calibration: ~0.3 s per POST,
+    # 32 computes build ~85 boots/min, so 128 computes make the API the first queue)
+    base = knobs_for(cal, computes=128, servers=640, concurrency=640, host_subset_size=128)
     few = _runs(cal, base.replace(api_workers=1))
     many = _runs(cal, base.replace(api_workers=8))
     assert _median(many, "throughput_per_min") > _median(few, "throughput_per_min")
