@@ -121,5 +121,8 @@ def test_db_and_resources_during_a_boot_storm(lab):
     assert cuid["nova_api"]["insert_n"] >= N_SERVERS  # one build request per server at least
     assert summary["deadlocks"] is not None and summary["snapshots"] >= 3
     services = {r["service"] for r in per}
-    assert {"nova-conductor", "nova-scheduler", "mariadb", "nova-api"} <= services
-    assert all(r["peak_rss_mib"] > 10 for r in per)
+    services_main = {"nova-conductor", "nova-scheduler", "mariadb", "nova-api"}
+    assert services_main <= services
+    # every sampled process was seen alive; the daemons beside the services (epmd) are small
+    assert all(r["peak_rss_mib"] > 0 for r in per)
+    assert all(r["peak_rss_mib"] > 10 for r in per if r["service"] in services_main), per

@@ -13,9 +13,9 @@ from stacklens.broker.mgmt import Management, sample_rows
 from stacklens.broker.recorder import BrokerConfig, BrokerRecorder
 
 __all__ = [
-    "KINDS",
     "BrokerConfig",
     "BrokerRecorder",
+    "KINDS",
     "Management",
     "crosscheck",
     "decode_body",

@@ -119,12 +119,12 @@ def http_callee_rows(ev: pl.DataFrame, res: float) -> pl.DataFrame | None:
     )
     if not got.height:
         return None
-    acc = _server_access(ev).filter(pl.col("request_id").is_in(got["key"].unique()))
+    acc = _server_access(ev).filter(pl.col("request_id").is_in(got["key"].unique().to_list()))
     acc = acc.filter(pl.col("host").n_unique().over("request_id") == 1)
     # time known to be inside the handling: receipt (ts - dur), or placement's request line
     acc = acc.filter(pl.col("start_ns").is_not_null() | pl.col("placement"))
     first = (
-        ev.filter(pl.col("request_id").is_in(acc["request_id"].unique()))
+        ev.filter(pl.col("request_id").is_in(acc["request_id"].unique().to_list()))
         .group_by("request_id", "host")
         .agg(first_ns=pl.col("ts_ns").min())
     )
@@ -176,7 +176,7 @@ def http_caller_rows(ev: pl.DataFrame, res: float) -> pl.DataFrame | None:
         & pl.col("prev_req").fill_null(False)
         & ~pl.col("prev2_req").fill_null(False)
     ).select("host", key="got", src_ts_ns="req_ts")
-    dst = _first_by_host(ev.filter(pl.col("request_id").is_in(ok["key"].unique())), "request_id")
+    dst = _first_by_host(ev.filter(pl.col("request_id").is_in(ok["key"].unique().to_list())), "request_id")
     pairs = ok.rename({"host": "src_host"}).join(dst, on="key")
     return _out(pairs, "http_caller", res)
 
@@ -191,7 +191,7 @@ def origin_rows(ev: pl.DataFrame, res: float) -> pl.DataFrame | None:
     src = acc.group_by("request_id").agg(
         src_host=pl.col("host").first(), src_ts_ns=pl.col("start_ns").min()
     )
-    ids = src["request_id"]
+    ids = src["request_id"].unique().to_list()
     down = (
         pl.concat(
             [
@@ -236,7 +236,7 @@ def schedule_rows(ev: pl.DataFrame, res: float) -> pl.DataFrame | None:
         .select(key="request_id", src_host="src_host", src_ts_ns="src_ts_ns")
     )
     comp = ev.filter(
-        pl.col("request_id").is_in(src["key"])
+        pl.col("request_id").is_in(src["key"].to_list())
         & ((svc == "nova-compute") | (log.str.starts_with("nova.compute.") & (svc == "")))
     )
     pairs = src.join(_first_by_host(comp, "request_id"), on="key")
