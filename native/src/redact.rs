@@ -27,11 +27,23 @@
 //! * `url_userinfo` is `(?:://|,)`, then text without `\s` or `@`, then `@`: every `:` and `,`
 //!   in the run of bytes other than `@` and ASCII whitespace that ends at an `@`.
 //!
-//! Literal hits are found by one overlapping, ASCII case-insensitive Aho-Corasick search (a
-//! case-insensitive hit of a case-sensitive literal is only an extra candidate). `(?i)` in
-//! Unicode mode also matches U+212A (KELVIN SIGN) as `k` and U+017F (LONG S) as `s` (`cookie`,
-//! `set-`, `token`), which ASCII folding misses: text holding either takes `replace_all`. The
-//! key names are `(?i-u:...)`, ASCII only. Candidates are ASCII bytes, so char boundaries.
+//! Where the literals are looked for. Every `CHEAP` match starts with a literal of `SCAN` (its
+//! alternatives, lower-cased); `CHEAP` matches somewhere iff an anchored `CHEAP` search succeeds
+//! at some position where a `SCAN` literal starts (the gate, exact). `SCAN` runs on an ASCII
+//! lower-cased copy of the text (case-sensitive Aho-Corasick: its SIMD prefilter applies),
+//! restarting one byte after each hit so no start is hidden by an overlap. Every match of the
+//! first three kinds above holds a `CHEAP` match, and every key name holds one (a `KEY_LITERALS`
+//! literal, or `key` at its end followed by digits and one of the bytes a keyed rule goes on
+//! with: test `every_key_name_holds_a_cheap_hit`) starting at most `before` (the longest key
+//! name) bytes after the match start; so the literals of the first four kinds are looked for
+//! (overlapping, ASCII case-insensitive Aho-Corasick: a case-insensitive hit of a
+//! case-sensitive literal is only an extra candidate) only in windows from `before` bytes
+//! before a `CHEAP` match start to `longest` bytes after it. `-----BEGIN ` and `@` (whose
+//! candidates may lie far from a `CHEAP` hit) are looked for in the whole text (memchr).
+//! `(?i)` in Unicode mode also matches U+212A (KELVIN SIGN) as `k` and U+017F (LONG S) as `s`
+//! (`cookie`, `set-`, `token`), which ASCII folding misses: text holding either takes
+//! `replace_all`. The key names are `(?i-u:...)`, ASCII only. Candidates and `SCAN` hits are
+//! ASCII bytes, so char boundaries.
 //! `Input::range` keeps the whole text as context, so `\b` and `$` see what `replace_all` sees.
 
 use std::borrow::Cow;
@@ -393,6 +405,37 @@ mod tests {
         assert!(k.iter().all(|x| x
             .bytes()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"_-".contains(&c))));
+    }
+
+    #[test]
+    fn every_cheap_alternative_starts_with_its_scan_literal() {
+        // top-level alternatives of CHEAP (split at '|' outside parentheses)
+        let (mut alts, mut depth, mut cur) = (Vec::new(), 0, String::new());
+        for ch in CHEAP.chars() {
+            match ch {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                '|' if depth == 0 => {
+                    alts.push(std::mem::take(&mut cur));
+                    continue;
+                }
+                _ => {}
+            }
+            cur.push(ch);
+        }
+        alts.push(cur);
+        assert_eq!(alts.len(), SCAN.len());
+        let class = Regex::new(r"\[([A-Z])([a-z])\]").unwrap();
+        for (alt, lit) in alts.iter().zip(SCAN) {
+            // `[Xx]` classes read as the letter; what is left before any other syntax is literal
+            let plain = class.replace_all(alt, |c: &regex::Captures| c[2].to_string());
+            let head: String = plain
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || " :/_".contains(*c))
+                .collect();
+            assert!(head.to_ascii_lowercase().starts_with(lit), "{alt} {lit}");
+            assert!(plain.len() == head.len() || lit == "key", "{alt}");
+        }
     }
 
     #[test]
