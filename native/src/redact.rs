@@ -38,7 +38,8 @@
 //! name) bytes after the match start; so the literals of the first four kinds are looked for
 //! (overlapping, ASCII case-insensitive Aho-Corasick: a case-insensitive hit of a
 //! case-sensitive literal is only an extra candidate) only in windows from `before` bytes
-//! before a `CHEAP` match start to `longest` bytes after it. `-----BEGIN ` and `@` (whose
+//! before a `CHEAP` match start to `longest` bytes after it (none for `FAR` literals: `://`,
+//! `private key`). `-----BEGIN ` and `@` (whose
 //! candidates may lie far from a `CHEAP` hit) are looked for in the whole text (memchr).
 //! `(?i)` in Unicode mode also matches U+212A (KELVIN SIGN) as `k` and U+017F (LONG S) as `s`
 //! (`cookie`, `set-`, `token`), which ASCII folding misses: text holding either takes
@@ -107,6 +108,10 @@ const SCAN: [&str; 23] = [
     "eyj",
     "://",
 ];
+
+/// The `SCAN` literals that open no window: the candidates of their alternatives
+/// (`url_userinfo`, `pem_private_key`) come from searches of the whole text (`@`, `-----BEGIN `).
+const FAR: [&str; 2] = ["://", "private key"];
 
 /// ASCII lower case of one byte.
 fn lower(c: u8) -> u8 {
@@ -191,6 +196,8 @@ pub struct Windowed {
     before: usize,
     /// the longest literal
     longest: usize,
+    /// `-----BEGIN `
+    begin: memmem::Finder<'static>,
 }
 
 impl Windowed {
@@ -237,6 +244,7 @@ impl Windowed {
             kinds,
             before,
             longest,
+            begin: memmem::Finder::new(b"-----BEGIN "),
         })
     }
 
@@ -290,7 +298,7 @@ impl Windowed {
             }
         }
         // pem_private_key
-        cands.extend(memmem::find_iter(b, b"-----BEGIN "));
+        cands.extend(self.begin.find_iter(b));
         // url_userinfo: ':' and ',' in the run before an '@' without '@' or ASCII whitespace
         for at in memchr::memchr_iter(b'@', b) {
             let r = run_start(b, at, |c| !matches!(c, b'@' | 0x09..=0x0d | b' '));
@@ -304,6 +312,7 @@ impl Windowed {
     pub fn redact<'a>(&self, _cheap: &Regex, secret: &Regex, rep: &str, s: &'a str) -> Cow<'a, str> {
         let b = s.as_bytes();
         let mut windows: Vec<(usize, usize)> = Vec::new();
+        let mut gate = false;
         LOW.with(|low| {
             let mut low = low.borrow_mut();
             low.clear();
@@ -314,6 +323,10 @@ impl Windowed {
                 let p = m.start();
                 pos = p + 1;
                 if self.cheap.is_match(Input::new(s).range(p..).anchored(Anchored::Yes)) {
+                    gate = true;
+                    if FAR.contains(&SCAN[m.pattern().as_usize()]) {
+                        continue;
+                    }
                     let lo = p.saturating_sub(self.before);
                     let hi = (p + self.longest).min(b.len());
                     match windows.last_mut() {
@@ -323,7 +336,7 @@ impl Windowed {
                 }
             }
         });
-        if windows.is_empty() {
+        if !gate {
             return Cow::Borrowed(s);
         }
         if has_folds(b) {
