@@ -1,132 +1,16 @@
 //! Hand-written fast forms of fixed patterns (each used only when Python passes exactly that
 //! pattern; `fast_paths` reports which are on): the oslo header + TRACE check on ASCII text,
-//! the devstack DEBUG suffix, and windowed secret redaction. Each has a test against its regex
-//! on generated strings.
-
-use std::borrow::Cow;
+//! the devstack DEBUG suffix (windowed secret redaction is in `redact.rs`). Each has a test
+//! against its regex on generated strings.
 
 use memchr::memmem;
-use regex::Regex;
 
 /// The oslo header (named groups made non-capturing) and TRACE rule the ASCII fast path
 /// implements; any other pattern disables the fast path.
 pub const OSLO_HEADER: &str = r"^(?:\d{4}-\d{2}-\d{2}) (?:\d{2}:\d{2}:\d{2}(?:[.,]\d+)?) (?:(?:\d+) )?(?:[A-Z]{4,8}) (?:[A-Za-z_][\w.\-]*)(?: \[(?:[^\]]*)\])?(?: |$)";
 pub const OSLO_TRACE: &str = r"^\S+ \S+ (?:\d+ )?TRACE ";
-/// The secret pattern of `redact.py` that `Rx::redact_windowed` is proven for (its alternatives
-/// and their first characters are listed there).
-pub const SECRET: &str = r#"(?i:((?:x-auth-token|x-subject-token|x-service-token|password|passwd|admin_pass(?:word)?|secret|auth_token|token_id|\btoken)"\s*:\s*"))[^"]+|(?i:((?:x-auth-token|x-subject-token|x-service-token|password|passwd|admin_pass(?:word)?|secret|auth_token|token_id|\btoken)'\s*:\s*'))[^']+|(?i:((?:x-auth-token|x-subject-token|x-service-token|password|passwd|admin_pass(?:word)?|secret|auth_token|token_id|\btoken)['\"]?\s*[:=]\s*['\"]?))[^'\"\s,;&}{)<>*][^'\"\s,;&})]*|("token":\s*\{[^{}]*?"id":\s*")[^"]+|gAAAAA[A-Za-z0-9_\-=]{20,}|\bMII[A-Za-z0-9+/=\-]{60,}|((?:://|,)[^\s:/@,]+:)[^\s@/,]+(@)"#;
-/// The cheap pre-filter of `redact.py`; its hits double as the anchors of `redact_windowed`.
-pub const CHEAP: &str = r"[Tt][Oo][Kk][Ee][Nn]|[Pp][Aa][Ss][Ss]|[Ss][Ee][Cc][Rr][Ee][Tt]|gAAAAA|MII|://";
 /// The devstack DEBUG suffix `debug_suffix_start` implements.
 pub const DEBUG_SUFFIX: &str = r"(?:\s*\{\{\(pid=\d+\) [^}]*\}\}|\s\S+ /\S+\.py:\d+)$";
-
-/// Does `b` hold U+212A (KELVIN SIGN) or U+017F (LONG S), which `(?i)` matches as k / s?
-fn has_folds(b: &[u8]) -> bool {
-    !b.is_ascii()
-        && (memmem::find(b, "\u{212A}".as_bytes()).is_some() || memmem::find(b, "\u{17F}".as_bytes()).is_some())
-}
-
-/// Anchors of the secret alternatives (see `redact_windowed`): the literal, and what may stand
-/// right before it in a match (a key-name head, or the quote of `"token":`).
-const ANCHORS: [(&[u8], &[&[u8]]); 5] = [
-    (
-        b"token",
-        &[b"", b"x-auth-", b"x-subject-", b"x-service-", b"auth_", b"\""],
-    ),
-    (b"pass", &[b"", b"admin_"]),
-    (b"secret", &[b""]),
-    (b"gAAAAA", &[b""]),
-    (b"MII", &[b""]),
-];
-
-/// Push the possible match starts for an anchor literal at `b[a..]`, if one is there.
-fn anchor_cands(b: &[u8], a: usize, cands: &mut Vec<usize>) {
-    for (i, (lit, heads)) in ANCHORS.iter().enumerate() {
-        let here = b
-            .get(a..a + lit.len())
-            .is_some_and(|w| if i < 3 { w.eq_ignore_ascii_case(lit) } else { w == *lit });
-        if here {
-            for h in heads.iter() {
-                if a >= h.len() && b[a - h.len()..a].eq_ignore_ascii_case(h) {
-                    cands.push(a - h.len());
-                }
-            }
-        }
-    }
-}
-
-/// `redact()` of redact.py (if `cheap` matches, `secret.replace_all`) without running the big
-/// secret pattern over every byte. Needs `cheap == CHEAP` and `secret == SECRET`.
-///
-/// Every secret match starts close to a literal it holds:
-/// * alternatives 1-3 start with a key name (`(?i)`): `token` preceded by nothing,
-///   `x-auth-`, `x-subject-`, `x-service-` or `auth_`; `pass` preceded by nothing or
-///   `admin_`; `secret`. (ASCII case only: a text holding U+212A or U+017F, which `(?i)` also
-///   matches as k and s, takes `replace_all`.) Alternative 4 is `"token":`, 5 and 6 start with
-///   `gAAAAA` and `MII`;
-/// * alternative 7 (`://` or `,` ... `@`) ends at the first `@` after its start, and nothing in
-///   between is ASCII whitespace or `@`: its start is a `,` or `:` in the run before an `@`.
-///
-/// The hits of `cheap` (leftmost-first, non-overlapping) are these literals; literals hidden
-/// by an overlapping hit (`passecret`) start inside it and are looked for there. Trying an
-/// anchored search at every candidate start in order, going on after each match, finds the
-/// matches `replace_all` finds (leftmost-first, non-overlapping).
-pub fn redact_windowed<'a>(
-    meta: &regex_automata::meta::Regex,
-    cheap: &Regex,
-    secret: &Regex,
-    rep: &str,
-    s: &'a str,
-) -> Cow<'a, str> {
-    use regex_automata::{Anchored, Input};
-    let b = s.as_bytes();
-    let mut cands: Vec<usize> = Vec::new();
-    let mut any = false;
-    for m in cheap.find_iter(s) {
-        any = true;
-        for a in m.start()..m.end() {
-            anchor_cands(b, a, &mut cands);
-        }
-    }
-    if !any {
-        return Cow::Borrowed(s);
-    }
-    if has_folds(b) {
-        return secret.replace_all(s, rep);
-    }
-    for a in memchr::memchr_iter(b'@', b) {
-        let mut r = a;
-        while r > 0 && !matches!(b[r - 1], b'@' | 0x09..=0x0d | b' ') {
-            r -= 1;
-        }
-        cands.extend((r..a).filter(|&i| matches!(b[i], b',' | b':')));
-    }
-    if cands.is_empty() {
-        return Cow::Borrowed(s);
-    }
-    cands.sort_unstable();
-    cands.dedup();
-    let mut caps = meta.create_captures();
-    let mut out = String::new();
-    let mut last = 0;
-    for c in cands {
-        if c < last {
-            continue;
-        }
-        meta.search_captures(&Input::new(s).range(c..).anchored(Anchored::Yes), &mut caps);
-        if let Some(m) = caps.get_match() {
-            out.push_str(&s[last..m.start()]);
-            caps.interpolate_string_into(s, rep, &mut out);
-            last = m.end();
-        }
-    }
-    if last == 0 {
-        Cow::Borrowed(s)
-    } else {
-        out.push_str(&s[last..]);
-        Cow::Owned(out)
-    }
-}
 
 /// Where `DEBUG_SUFFIX` matches (leftmost) in an ASCII message, if it does. Every match ends
 /// at the end, so the leftmost match starts at the smallest `s` such that `m[s..]` is, whole,
@@ -261,6 +145,7 @@ pub fn oslo_fast(b: &[u8]) -> Option<bool> {
 mod tests {
     use super::*;
     use crate::tok::{cast_i32, slice_chars};
+    use regex::Regex;
 
     /// xorshift, so the tests need no crate
     struct Rng(u64);
@@ -326,83 +211,6 @@ mod tests {
         ] {
             assert_eq!(debug_suffix_start(m.as_bytes()), re.find(m).map(|x| x.start()), "{m:?}");
         }
-    }
-
-    #[test]
-    fn windowed_redaction_matches_replace_all() {
-        let re = Regex::new(SECRET).unwrap();
-        let meta = regex_automata::meta::Regex::new(SECRET).unwrap();
-        let cheap = Regex::new(CHEAP).unwrap();
-        let rep = "${1}${2}${3}${4}${5}***${6}";
-        let parts = [
-            "token",
-            "TOKEN",
-            "to\u{212A}en",
-            "passecret",
-            "secretoken",
-            "Token_Id",
-            "tokens",
-            "gAAAA",
-            "pass",
-            "paſſword",
-            "password",
-            "passwd",
-            "Password",
-            "secret",
-            "SECRET",
-            "x-auth-",
-            "X-Subject-",
-            "x-service-",
-            "admin_",
-            "auth_",
-            "_id",
-            "\"",
-            "'",
-            ":",
-            "=",
-            " ",
-            "\n",
-            "\t",
-            "{",
-            "}",
-            "\"id\":",
-            "\"token\":",
-            "gAAAAA",
-            "AAAAAAAAAA",
-            "MII",
-            "abcdefghijklmnopqrstuvwxyz0123456789+/=",
-            "://",
-            ",",
-            "@",
-            "u",
-            "host",
-            "é",
-            ";",
-            "&",
-            "rabbit",
-            "1",
-            "x",
-            "-",
-            "/",
-            "\u{a0}",
-            "_",
-            "aa",
-        ];
-        let mut rng = Rng(0xdead_beef_cafe_f00d);
-        let mut changed = 0;
-        for _ in 0..400_000 {
-            let n = (rng.next() % 16) as usize;
-            let m: String = (0..n).map(|_| rng.pick(&parts)).collect();
-            let want = if cheap.is_match(&m) {
-                re.replace_all(&m, rep)
-            } else {
-                Cow::Borrowed(m.as_str())
-            };
-            let got = redact_windowed(&meta, &cheap, &re, rep, &m);
-            changed += matches!(want, Cow::Owned(_)) as usize;
-            assert_eq!(got, want, "{m:?}");
-        }
-        assert!(changed > 20_000, "{changed}");
     }
 
     #[test]

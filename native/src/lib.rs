@@ -15,6 +15,7 @@
 
 mod arrow;
 mod fast;
+mod redact;
 mod rules;
 mod tok;
 mod ts;
@@ -220,7 +221,48 @@ fn constants() -> HashMap<&'static str, &'static str> {
         ("debug_suffix", fast::DEBUG_SUFFIX),
         ("binary", rules::BINARY),
         ("instance", rules::INSTANCE),
+        ("redact_secret", redact::SECRET),
+        ("redact_cheap", redact::CHEAP),
     ])
+}
+
+/// `redact()` of `stacklens/ingest/redact.py` on each text, for tests: `windowed` true runs the
+/// windowed fast path (`redact.rs`; needs `cheap` and `secret` to be its constants, else
+/// ValueError), false the plain regexes (`secret.replace_all` where `cheap` matches). Invalid
+/// patterns raise ValueError. The GIL is released while it runs.
+#[pyfunction]
+#[pyo3(signature = (texts, cheap, secret, replacement, windowed))]
+#[pyo3(name = "redact")]
+fn redact_texts(
+    py: Python<'_>,
+    texts: Vec<String>,
+    cheap: &str,
+    secret: &str,
+    replacement: &str,
+    windowed: bool,
+) -> PyResult<Vec<String>> {
+    let c = regex::Regex::new(cheap).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let s = regex::Regex::new(secret).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let w = if windowed {
+        if cheap != redact::CHEAP || secret != redact::SECRET {
+            return Err(PyValueError::new_err(
+                "windowed redaction needs the patterns it was written for",
+            ));
+        }
+        Some(redact::Windowed::new().map_err(PyValueError::new_err)?)
+    } else {
+        None
+    };
+    Ok(py.detach(|| {
+        texts
+            .iter()
+            .map(|t| match &w {
+                Some(w) => w.redact(&c, &s, replacement, t).into_owned(),
+                None if c.is_match(t) => s.replace_all(t, replacement).into_owned(),
+                None => t.clone(),
+            })
+            .collect()
+    }))
 }
 
 #[pymodule]
@@ -232,6 +274,7 @@ fn stacklens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(syslog_ts, m)?)?;
     m.add_function(wrap_pyfunction!(context, m)?)?;
     m.add_function(wrap_pyfunction!(constants, m)?)?;
+    m.add_function(wrap_pyfunction!(redact_texts, m)?)?;
     m.add_class::<ArrowTable>()?;
     m.add_class::<ArrowChunks>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

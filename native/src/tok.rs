@@ -32,9 +32,8 @@ use rayon::prelude::*;
 use regex::Regex;
 
 use crate::arrow::{fields, Column, PrimCol, StrCol};
-use crate::fast::{
-    debug_suffix_start, oslo_fast, redact_windowed, CHEAP, DEBUG_SUFFIX, OSLO_HEADER, OSLO_TRACE, SECRET,
-};
+use crate::fast::{debug_suffix_start, oslo_fast, DEBUG_SUFFIX, OSLO_HEADER, OSLO_TRACE};
+use crate::redact::{Windowed, CHEAP, SECRET};
 use crate::rules::{self, has_binary, instance_uuid};
 
 pub use out::Batch;
@@ -74,8 +73,8 @@ pub struct Rx {
     debug_suffix: Regex,
     cheap: Regex,
     secret: Regex,
-    /// the secret pattern for anchored searches, when the patterns are `CHEAP` and `SECRET`
-    windowed: Option<regex_automata::meta::Regex>,
+    /// windowed redaction, when the patterns are `CHEAP` and `SECRET` (redact.rs)
+    windowed: Option<Windowed>,
     replacement: String,
     /// the prefix's extract rules (`x_svc`, `x_host`, `x_spid`, `x_sysdate`; group 1)
     x_svc: Option<Regex>,
@@ -153,7 +152,7 @@ impl Rx {
             cheap: rx(p, "redact_cheap")?,
             secret: rx(p, "redact_secret")?,
             windowed: if s("redact_secret") == SECRET && s("redact_cheap") == CHEAP {
-                Some(regex_automata::meta::Regex::new(SECRET).map_err(|e| e.to_string())?)
+                Some(Windowed::new()?)
             } else {
                 None
             },
@@ -197,7 +196,7 @@ impl Rx {
     /// `redact()` of redact.py: when the cheap filter matches, every secret replaced.
     fn redact<'a>(&self, s: &'a str) -> Cow<'a, str> {
         match &self.windowed {
-            Some(meta) => redact_windowed(meta, &self.cheap, &self.secret, &self.replacement, s),
+            Some(w) => w.redact(&self.cheap, &self.secret, &self.replacement, s),
             None if self.cheap.is_match(s) => self.secret.replace_all(s, self.replacement.as_str()),
             None => Cow::Borrowed(s),
         }

@@ -1,0 +1,602 @@
+//! Windowed secret redaction: `redact()` of `stacklens/ingest/redact.py` (when the pre-filter
+//! `CHEAP` matches, `SECRET.replace_all`) without running the 3 kB secret pattern over every
+//! byte. Used only when Python passes exactly `SECRET` and `CHEAP` (`fast_paths()["redact"]`).
+//!
+//! Why it is the same (every claim is about the constant `SECRET` below):
+//!
+//! `replace_all` replaces, from position `p = 0`, the leftmost-first match starting at `>= p`
+//! and goes on from its end. The leftmost-first match starting at `>= p` is the anchored
+//! leftmost-first match at its start. So trying an anchored search at every position that
+//! *may* start a match, in increasing order and skipping those before the last match's end,
+//! finds the same matches, provided the candidate positions hold every position where a match
+//! can start. Extra candidates cost time, never change the result. The candidates, per
+//! alternative of `SECRET` (the rules of redact.py):
+//!
+//! * `pem_private_key` starts with `-----BEGIN `; `saml_base64` with `PHNhbW` or `PD94bWwg`;
+//!   `fernet_token` `gAAAAA`; `fernet_token_base64` `Z0FBQUFB`; `pki_token` `MII`; `jwt` `eyJ`;
+//!   `keystone_token_body` with `(?i:token)`: a literal hit is a candidate;
+//! * `authorization_header` starts with `(?i:(?:proxy-)?authorization)`, `cookie_header` with
+//!   `(?i:(?:set-)?cookie)`: a hit of `authorization` / `cookie`, and 6 / 4 bytes before it when
+//!   they spell `proxy-` / `set-`;
+//! * `saml_assertion` is `<` + `(?:[A-Za-z0-9_\-]+:)?(?:Encrypted)?` + `Assertion`: the `<`
+//!   right before the run of `[A-Za-z0-9_\-:]` that ends at a hit of `Assertion`;
+//! * the keyed rules start with a key name of the `(?i-u:...)` list; `keyed_cli_flag` is `--` +
+//!   `[A-Za-z0-9_\-]*` + a key name, `keyed_xml` `<` + `[A-Za-z0-9_\-:]*` + a key name: every
+//!   key name hit, every `--` in the run of `[A-Za-z0-9_\-]` ending at it, the `<` right before
+//!   the run of `[A-Za-z0-9_\-:]` ending at it;
+//! * `url_userinfo` is `(?:://|,)`, then text without `\s` or `@`, then `@`: every `:` and `,`
+//!   in the run of bytes other than `@` and ASCII whitespace that ends at an `@`.
+//!
+//! Where the literals are looked for. Every `CHEAP` match starts with a literal of `SCAN` (its
+//! alternatives, lower-cased); `CHEAP` matches somewhere iff an anchored `CHEAP` search succeeds
+//! at some position where a `SCAN` literal starts (the gate, exact). `SCAN` runs on an ASCII
+//! lower-cased copy of the text (case-sensitive Aho-Corasick: its SIMD prefilter applies),
+//! restarting one byte after each hit so no start is hidden by an overlap. Every match of the
+//! first three kinds above holds a `CHEAP` match, and every key name holds one (a `KEY_LITERALS`
+//! literal, or `key` at its end followed by digits and one of the bytes a keyed rule goes on
+//! with: test `every_key_name_holds_a_cheap_hit`) starting at most `before` (the longest key
+//! name) bytes after the match start; so the literals of the first four kinds are looked for
+//! (overlapping, ASCII case-insensitive Aho-Corasick: a case-insensitive hit of a
+//! case-sensitive literal is only an extra candidate) only in windows from `before` bytes
+//! before a `CHEAP` match start to `longest` bytes after it (none for `FAR` literals: `://`,
+//! `private key`). `-----BEGIN ` and `@` (whose
+//! candidates may lie far from a `CHEAP` hit) are looked for in the whole text (memchr).
+//! `(?i)` in Unicode mode also matches U+212A (KELVIN SIGN) as `k` and U+017F (LONG S) as `s`
+//! (`cookie`, `set-`, `token`), which ASCII folding misses: text holding either takes
+//! `replace_all`. The key names are `(?i-u:...)`, ASCII only. Candidates and `SCAN` hits are
+//! ASCII bytes, so char boundaries.
+//! `Input::range` keeps the whole text as context, so `\b` and `$` see what `replace_all` sees.
+
+use std::borrow::Cow;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use memchr::memmem;
+use regex::Regex;
+use regex_automata::{meta, Anchored, Input};
+
+/// The secret pattern of `redact.py` (`_SECRET`) that [`Windowed`] is proven for; any other
+/// pattern turns the fast path off (the regexes run: same tables, slower).
+pub const SECRET: &str = r#"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(?:(?:[^-]|-[^-])*)()|(<(?:[A-Za-z0-9_\-]+:)?(?:Encrypted)?Assertion(?-u:\b))(?:[\s\S]*?(?:</(?:[A-Za-z0-9_\-]+:)?(?:Encrypted)?Assertion>|$))()|()(?:(?:PHNhbW[wx]|PD94bWwg)[A-Za-z0-9+/=]{40,})()|((?i:(?:proxy-)?authorization)(?:\\*['\"])?\s*[:=]\s*(?:[uUbB]?\\*['\"])?(?:(?i:bearer|basic|negotiate|oauth|token|digest)\s+)?)(?:[^\s'\"\\,]+)()|((?i:(?:set-)?cookie)(?:\\*['\"])?\s*:\s*(?:[uUbB]?\\*['\"])?)(?:[^'\"\\\r\n]+)()|((?i:token)\\*['\"]\s*:\s*\{(?:[^{}]|\{[^{}]*\})*?\\*['\"]id\\*['\"]\s*:\s*[uU]?\\*['\"])(?:[^'\"\\]+)()|((?i-u:barbicansimplecryptokek|pacemakerremoteauthkey|heatauthencryptionkey|octaviaheartbeatkey|cephmanilaclientkey|keystonecredential|secret_access_key|designaterndckey|x\-storage\-pass|cephclusterfsid|swifthashsuffix|migrationsshkey|admin_password|temp\-url\-key|auth_password|encrypted_key|cephclientkey|chappassword|rabbitcookie|cephadminkey|x\-auth\-key|temp_url_key|temp_url_sig|samlresponse|secret_uuid|configdrive|private_key|admin_pass|auth_token|passphrase|cephrgwkey|cephmdskey|cephmonkey|chapsecret|secret_key|adminpass|fernetkey|password|new_pass|sys_pswd|token_id|api_key|secret|sslkey|passwd|apikey|token)[0-9]*)(?:(\\+\"\s*:\s*[uU]?\\+\")(?:(?:[^\"\\]|\\[^\"\\])*)()|(['\"]\s*:\s*[uUbB]?\")(?:(?:[^\"\\]|\\.)*)()|(['\"]\s*:\s*[uUbB]?')(?:(?:[^'\\]|\\.)*)()|(['\"]\s*,\s*['\"]--?[A-Za-z]+['\"]\s*,\s*[uUbB]?['\"])(?:[^'\"]*)()|(['\"]?\s*[:=]\s*['\"]?)(?:[^'\"\s,;&}{)<>*\\][^'\"\s,;&})\\]*)()|((?:%2[27])?(?:%3[AaDd])(?:%20|\+)*(?:%2[27])?)(?:[^\s&%'\"]+)()|(\s+--?[A-Za-z]+\s+)(?:[^\s'\"]+)()|(\s+[uUbB]?['\"])(?:[^'\"]*)())|(--[A-Za-z0-9_\-]*(?i-u:barbicansimplecryptokek|pacemakerremoteauthkey|heatauthencryptionkey|octaviaheartbeatkey|cephmanilaclientkey|keystonecredential|secret_access_key|designaterndckey|x\-storage\-pass|cephclusterfsid|swifthashsuffix|migrationsshkey|admin_password|temp\-url\-key|auth_password|encrypted_key|cephclientkey|chappassword|rabbitcookie|cephadminkey|x\-auth\-key|temp_url_key|temp_url_sig|samlresponse|secret_uuid|configdrive|private_key|admin_pass|auth_token|passphrase|cephrgwkey|cephmdskey|cephmonkey|chapsecret|secret_key|adminpass|fernetkey|password|new_pass|sys_pswd|token_id|api_key|secret|sslkey|passwd|apikey|token)[0-9]*\s+)(?:'[^']*'|\"[^\"]*\"|[^\s'\"]+)()|(<[A-Za-z0-9_\-:]*(?i-u:barbicansimplecryptokek|pacemakerremoteauthkey|heatauthencryptionkey|octaviaheartbeatkey|cephmanilaclientkey|keystonecredential|secret_access_key|designaterndckey|x\-storage\-pass|cephclusterfsid|swifthashsuffix|migrationsshkey|admin_password|temp\-url\-key|auth_password|encrypted_key|cephclientkey|chappassword|rabbitcookie|cephadminkey|x\-auth\-key|temp_url_key|temp_url_sig|samlresponse|secret_uuid|configdrive|private_key|admin_pass|auth_token|passphrase|cephrgwkey|cephmdskey|cephmonkey|chapsecret|secret_key|adminpass|fernetkey|password|new_pass|sys_pswd|token_id|api_key|secret|sslkey|passwd|apikey|token)[0-9]*>)(?:[^<]*)()|()(?:gAAAAA[A-Za-z0-9_\-=]{20,})()|()(?:Z0FBQUFB[A-Za-z0-9+/=]{20,})()|()(?:(?-u:\b)MII[A-Za-z0-9+/=\-]{60,})()|()(?:eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)()|((?:://|,)[^\s:/@,]*:)(?:[0-9]*[^\s@/?#0-9][^\s@/?#]*/[^\s@?#]*|[^\s@/?#]+)(@)"#;
+/// The pre-filter of `redact.py` (`_CHEAP`): text it does not match is left as it is.
+pub const CHEAP: &str = r#"PRIVATE KEY|[Aa][Ss][Ss][Ee][Rr][Tt][Ii][Oo][Nn]|PHNhbW|PD94bWwg|[Aa][Uu][Tt][Hh][Oo][Rr][Ii][Zz][Aa][Tt][Ii][Oo][Nn]|[Cc][Oo][Oo][Kk][Ii][Ee]|[Tt][Oo][Kk][Ee][Nn]|[Pp][Aa][Ss][Ss]|[Pp][Ss][Ww][Dd]|[Ss][Ee][Cc][Rr][Ee][Tt]|[Cc][Oo][Nn][Ff][Ii][Gg][Dd][Rr][Ii][Vv][Ee]|[Ff][Ss][Ii][Dd]|[Cc][Rr][Ee][Dd][Ee][Nn][Tt][Ii][Aa][Ll]|[Hh][Aa][Ss][Hh][Ss][Uu][Ff][Ff][Ii][Xx]|[Kk][Ee][Kk]|[Ss][Aa][Mm][Ll][Rr][Ee][Ss][Pp][Oo][Nn][Ss][Ee]|[Uu][Rr][Ll]_[Ss][Ii][Gg]|[Kk][Ee][Yy][0-9]*(?:\\|['\"\s:=>,]|%2|%3)|gAAAAA|Z0FBQUFB|MII|eyJ|://"#;
+
+/// Literals whose hits start a match (`token`, also a key name, for `keystone_token_body`).
+const STARTS: [&str; 7] = ["PHNhbW", "PD94bWwg", "gAAAAA", "Z0FBQUFB", "MII", "eyJ", "token"];
+
+/// The literals of `CHEAP` that key names hold (any case; see [`Windowed::new`]), and `key`,
+/// which `CHEAP` wants followed by digits and a separator.
+const KEY_LITERALS: [&str; 13] = [
+    "token",
+    "pass",
+    "pswd",
+    "secret",
+    "configdrive",
+    "fsid",
+    "credential",
+    "hashsuffix",
+    "kek",
+    "cookie",
+    "samlresponse",
+    "url_sig",
+    "key",
+];
+
+/// For each alternative of `CHEAP`, the literal every match of it starts with, in lower case
+/// (`key` for `[Kk][Ee][Yy][0-9]*(?:...)`).
+const SCAN: [&str; 23] = [
+    "private key",
+    "assertion",
+    "phnhbw",
+    "pd94bwwg",
+    "authorization",
+    "cookie",
+    "token",
+    "pass",
+    "pswd",
+    "secret",
+    "configdrive",
+    "fsid",
+    "credential",
+    "hashsuffix",
+    "kek",
+    "samlresponse",
+    "url_sig",
+    "key",
+    "gaaaaa",
+    "z0fbqufb",
+    "mii",
+    "eyj",
+    "://",
+];
+
+/// The `SCAN` literals that open no window: the candidates of their alternatives
+/// (`url_userinfo`, `pem_private_key`) come from searches of the whole text (`@`, `-----BEGIN `).
+const FAR: [&str; 2] = ["://", "private key"];
+
+/// ASCII lower case of one byte.
+fn lower(c: u8) -> u8 {
+    c | (((c.wrapping_sub(b'A') < 26) as u8) << 5)
+}
+
+thread_local! {
+    /// the lower-cased text being scanned (one buffer per thread)
+    static LOW: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// What a literal hit means for the candidate starts (see the module docs).
+#[derive(Clone, Copy)]
+enum Kind {
+    /// the hit is a candidate
+    Start,
+    /// the hit, and the given head right before it (`proxy-`, `set-`)
+    Head(&'static [u8]),
+    /// `Assertion`: the `<` before the `[A-Za-z0-9_\-:]` run ending at the hit
+    Tag,
+    /// a key name
+    Key,
+}
+
+/// The key names of `SECRET`: its first `(?i-u:a|b|...)` group, `\-` unescaped.
+fn key_names() -> Vec<String> {
+    let from = SECRET.find("(?i-u:").expect("SECRET has a key-name group") + "(?i-u:".len();
+    let to = from + SECRET[from..].find(')').expect("the group ends");
+    SECRET[from..to].split('|').map(|k| k.replace("\\-", "-")).collect()
+}
+
+/// `[A-Za-z0-9_\-]`
+fn word(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c == b'-'
+}
+
+/// `[A-Za-z0-9_\-:]`
+fn word_colon(c: u8) -> bool {
+    word(c) || c == b':'
+}
+
+/// Does `b` hold U+212A (KELVIN SIGN) or U+017F (LONG S), which `(?i)` matches as k / s?
+fn has_folds(b: &[u8]) -> bool {
+    !b.is_ascii()
+        && (memmem::find(b, "\u{212A}".as_bytes()).is_some() || memmem::find(b, "\u{17F}".as_bytes()).is_some())
+}
+
+/// The start of the run of `class` bytes ending at `a`.
+fn run_start(b: &[u8], a: usize, class: fn(u8) -> bool) -> usize {
+    let mut i = a;
+    while i > 0 && class(b[i - 1]) {
+        i -= 1;
+    }
+    i
+}
+
+/// For sorted, distinct `keys`, the start of the run of `class` bytes ending at each; each
+/// byte is looked at once (a run reaching the previous key has that key's start).
+fn run_starts(b: &[u8], keys: &[usize], class: fn(u8) -> bool) -> Vec<usize> {
+    let mut rs: Vec<usize> = Vec::with_capacity(keys.len());
+    for (n, &a) in keys.iter().enumerate() {
+        let floor = if n > 0 { keys[n - 1] } else { 0 };
+        let mut i = a;
+        while i > floor && class(b[i - 1]) {
+            i -= 1;
+        }
+        rs.push(if n > 0 && i == floor { rs[n - 1] } else { i });
+    }
+    rs
+}
+
+/// The windowed form of `SECRET.replace_all` (built once per pattern set).
+pub struct Windowed {
+    meta: meta::Regex,
+    /// `CHEAP`, for anchored checks at the `scan` hits
+    cheap: meta::Regex,
+    /// `SCAN`, case-sensitive (run on lower-cased text: a SIMD prefilter applies)
+    scan: AhoCorasick,
+    lits: AhoCorasick,
+    kinds: Vec<Kind>,
+    /// how far before a `CHEAP` hit a literal may start (the longest key name)
+    before: usize,
+    /// the longest literal
+    longest: usize,
+    /// `-----BEGIN `
+    begin: memmem::Finder<'static>,
+}
+
+impl Windowed {
+    /// Build it for `SECRET`. Errors if a key name holds no literal of `KEY_LITERALS` (then a
+    /// keyed match could lie outside every window).
+    pub fn new() -> Result<Windowed, String> {
+        let mut pats: Vec<String> = STARTS.iter().map(|s| s.to_string()).collect();
+        let mut kinds = vec![Kind::Start; STARTS.len()];
+        for (lit, kind) in [
+            ("authorization", Kind::Head(b"proxy-")),
+            ("cookie", Kind::Head(b"set-")),
+            ("Assertion", Kind::Tag),
+        ] {
+            pats.push(lit.into());
+            kinds.push(kind);
+        }
+        let keys = key_names();
+        for k in &keys {
+            let lower = k.to_ascii_lowercase();
+            if !KEY_LITERALS.iter().any(|l| lower.contains(l)) {
+                return Err(format!("key name {k:?} holds no literal of CHEAP"));
+            }
+            pats.push(k.clone());
+            kinds.push(Kind::Key);
+        }
+        let lits = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(&pats)
+            .map_err(|e| e.to_string())?;
+        let meta = meta::Regex::new(SECRET).map_err(|e| e.to_string())?;
+        let cheap = meta::Regex::new(CHEAP).map_err(|e| e.to_string())?;
+        let scan = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostFirst)
+            .build(SCAN)
+            .map_err(|e| e.to_string())?;
+        let before = keys.iter().map(String::len).max().unwrap_or(0).max("proxy-".len());
+        let longest = pats.iter().map(String::len).max().unwrap_or(0);
+        Ok(Windowed {
+            meta,
+            cheap,
+            scan,
+            lits,
+            kinds,
+            before,
+            longest,
+            begin: memmem::Finder::new(b"-----BEGIN "),
+        })
+    }
+
+    /// Every position where a match of `SECRET` may start in `b` (unsorted, repeats), given
+    /// the merged windows around the `CHEAP` hits (sorted, disjoint).
+    fn candidates(&self, b: &[u8], windows: &[(usize, usize)]) -> Vec<usize> {
+        let mut cands: Vec<usize> = Vec::new();
+        let mut keys: Vec<usize> = Vec::new();
+        for &(lo, hi) in windows {
+            for m in self
+                .lits
+                .find_overlapping_iter(aho_corasick::Input::new(b).span(lo..hi))
+            {
+                let a = m.start();
+                match self.kinds[m.pattern().as_usize()] {
+                    Kind::Start => cands.push(a),
+                    Kind::Head(h) => {
+                        cands.push(a);
+                        if a >= h.len() && b[a - h.len()..a].eq_ignore_ascii_case(h) {
+                            cands.push(a - h.len());
+                        }
+                    }
+                    Kind::Tag => {
+                        let r = run_start(b, a, word_colon);
+                        if r > 0 && b[r - 1] == b'<' {
+                            cands.push(r - 1);
+                        }
+                    }
+                    Kind::Key => keys.push(a),
+                }
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        cands.extend_from_slice(&keys);
+        // keyed_cli_flag: each "--" in the word run ending at a key (once per run)
+        let rs = run_starts(b, &keys, word);
+        for (n, (&a, &r)) in keys.iter().zip(&rs).enumerate() {
+            let from = if n > 0 && rs[n - 1] == r {
+                keys[n - 1].saturating_sub(1).max(r)
+            } else {
+                r
+            };
+            cands.extend((from..a.saturating_sub(1)).filter(|&j| b[j] == b'-' && b[j + 1] == b'-'));
+        }
+        // keyed_xml: the '<' right before the word-or-colon run ending at a key
+        let rs = run_starts(b, &keys, word_colon);
+        for (n, &r) in rs.iter().enumerate() {
+            if (n == 0 || rs[n - 1] != r) && r > 0 && b[r - 1] == b'<' {
+                cands.push(r - 1);
+            }
+        }
+        // pem_private_key
+        cands.extend(self.begin.find_iter(b));
+        // url_userinfo: ':' and ',' in the run before an '@' without '@' or ASCII whitespace
+        for at in memchr::memchr_iter(b'@', b) {
+            let r = run_start(b, at, |c| !matches!(c, b'@' | 0x09..=0x0d | b' '));
+            cands.extend((r..at).filter(|&i| matches!(b[i], b':' | b',')));
+        }
+        cands
+    }
+
+    /// `redact()` of redact.py: `s` unchanged unless `cheap` (== `CHEAP`) matches, else
+    /// `secret.replace_all(s, rep)` (`secret` == `SECRET`), computed at the candidate starts.
+    pub fn redact<'a>(&self, _cheap: &Regex, secret: &Regex, rep: &str, s: &'a str) -> Cow<'a, str> {
+        let b = s.as_bytes();
+        let mut windows: Vec<(usize, usize)> = Vec::new();
+        let mut gate = false;
+        LOW.with(|low| {
+            let mut low = low.borrow_mut();
+            low.clear();
+            low.extend(b.iter().map(|&c| lower(c)));
+            // every position where a SCAN literal starts (leftmost, restarting one byte on)
+            let mut pos = 0;
+            while let Some(m) = self.scan.find(aho_corasick::Input::new(&low[..]).span(pos..b.len())) {
+                let p = m.start();
+                pos = p + 1;
+                if self.cheap.is_match(Input::new(s).range(p..).anchored(Anchored::Yes)) {
+                    gate = true;
+                    if FAR.contains(&SCAN[m.pattern().as_usize()]) {
+                        continue;
+                    }
+                    let lo = p.saturating_sub(self.before);
+                    let hi = (p + self.longest).min(b.len());
+                    match windows.last_mut() {
+                        Some(w) if lo <= w.1 => w.1 = w.1.max(hi),
+                        _ => windows.push((lo, hi)),
+                    }
+                }
+            }
+        });
+        if !gate {
+            return Cow::Borrowed(s);
+        }
+        if has_folds(b) {
+            return secret.replace_all(s, rep);
+        }
+        let mut cands = self.candidates(b, &windows);
+        if cands.is_empty() {
+            return Cow::Borrowed(s);
+        }
+        cands.sort_unstable();
+        cands.dedup();
+        let mut caps = self.meta.create_captures();
+        let mut out = String::new();
+        let mut last = 0;
+        let mut any = false;
+        for c in cands {
+            if c < last {
+                continue;
+            }
+            self.meta
+                .search_captures(&Input::new(s).range(c..).anchored(Anchored::Yes), &mut caps);
+            if let Some(m) = caps.get_match() {
+                out.push_str(&s[last..m.start()]);
+                caps.interpolate_string_into(s, rep, &mut out);
+                last = m.end();
+                any = true;
+            }
+        }
+        if !any {
+            Cow::Borrowed(s)
+        } else {
+            out.push_str(&s[last..]);
+            Cow::Owned(out)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// xorshift, so the tests need no crate
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+            xs[(self.next() % xs.len() as u64) as usize]
+        }
+    }
+
+    pub(super) const REP: &str = "${1}${3}${5}${7}${9}${11}${13}${14}${16}${18}${20}${22}${24}${26}${28}${30}${32}${34}${36}${38}${40}${42}***${2}${4}${6}${8}${10}${12}${15}${17}${19}${21}${23}${25}${27}${29}${31}${33}${35}${37}${39}${41}${43}";
+
+    #[test]
+    fn only_kelvin_and_long_s_fold_to_ascii_letters() {
+        let re = Regex::new("(?i)^[a-z]$").unwrap();
+        let folds: Vec<char> = (0x80..=0x10FFFFu32)
+            .filter_map(char::from_u32)
+            .filter(|c| re.is_match(&c.to_string()))
+            .collect();
+        assert_eq!(folds, vec!['\u{17F}', '\u{212A}']);
+    }
+
+    #[test]
+    fn key_names_are_the_keyed_list() {
+        let k = key_names();
+        assert_eq!(k.len(), 47, "{k:?}");
+        assert!(k.iter().any(|x| x == "token") && k.iter().any(|x| x == "x-auth-key"));
+        // the keyed block, keyed_cli_flag and keyed_xml use the same list
+        let group = format!(
+            "(?i-u:{})",
+            k.iter().map(|x| x.replace('-', "\\-")).collect::<Vec<_>>().join("|")
+        );
+        assert_eq!(SECRET.matches(&group).count(), 3);
+        assert!(k.iter().all(|x| x
+            .bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"_-".contains(&c))));
+    }
+
+    #[test]
+    fn every_cheap_alternative_starts_with_its_scan_literal() {
+        // top-level alternatives of CHEAP (split at '|' outside parentheses)
+        let (mut alts, mut depth, mut cur) = (Vec::new(), 0, String::new());
+        for ch in CHEAP.chars() {
+            match ch {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                '|' if depth == 0 => {
+                    alts.push(std::mem::take(&mut cur));
+                    continue;
+                }
+                _ => {}
+            }
+            cur.push(ch);
+        }
+        alts.push(cur);
+        assert_eq!(alts.len(), SCAN.len());
+        let class = Regex::new(r"\[([A-Z])([a-z])\]").unwrap();
+        for (alt, lit) in alts.iter().zip(SCAN) {
+            // `[Xx]` classes read as the letter; what is left before any other syntax is literal
+            let plain = class.replace_all(alt, |c: &regex::Captures| c[2].to_string());
+            let head: String = plain
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || " :/_".contains(*c))
+                .collect();
+            assert!(head.to_ascii_lowercase().starts_with(lit), "{alt} {lit}");
+            assert!(plain.len() == head.len() || lit == "key", "{alt}");
+        }
+    }
+
+    #[test]
+    fn every_key_name_holds_a_cheap_hit() {
+        // what may follow a key name in a match: digits, then the first byte of a keyed rule's
+        // keep (`\\`, a quote, `\s`, `:`, `=`, `%2`, `%3`) or of `[0-9]*\s+` / `[0-9]*>`
+        let cheap = Regex::new(CHEAP).unwrap();
+        for k in key_names() {
+            for digits in ["", "12"] {
+                for follow in [
+                    "\\", "'", "\"", " ", "\t", "\u{a0}", "\u{2003}", ":", "=", "%27", "%3D", ">",
+                ] {
+                    for kk in [k.clone(), k.to_ascii_uppercase()] {
+                        let t = format!("{kk}{digits}{follow}");
+                        let hit = cheap.find(&t).map(|m| m.start());
+                        assert!(hit.is_some_and(|h| h < k.len()), "{t:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    fn check(w: &Windowed, re: &Regex, cheap: &Regex, m: &str) -> bool {
+        let want = if cheap.is_match(m) {
+            re.replace_all(m, REP)
+        } else {
+            Cow::Borrowed(m)
+        };
+        let got = w.redact(cheap, re, REP, m);
+        assert_eq!(got, want, "{m:?}");
+        matches!(want, Cow::Owned(_))
+    }
+
+    #[test]
+    fn windowed_redaction_matches_replace_all() {
+        let re = Regex::new(SECRET).unwrap();
+        let cheap = Regex::new(CHEAP).unwrap();
+        let w = Windowed::new().unwrap();
+        let parts = [
+            "token",
+            "TOKEN",
+            "to\u{212A}en",
+            "passecret",
+            "password",
+            "Password2",
+            "passwd",
+            "secret",
+            "api_key",
+            "apikey",
+            "sslkey",
+            "KEY",
+            "key",
+            "1",
+            "x-auth-key",
+            "X-Auth-Token",
+            "admin_",
+            "auth_",
+            "os_",
+            "\"",
+            "'",
+            "\\\"",
+            "\\",
+            ":",
+            "=",
+            " ",
+            "\n",
+            "\t",
+            "{",
+            "}",
+            "\"id\"",
+            "\"token\"",
+            "gAAAAA",
+            "AAAAAAAAAAAAAAAAAAAAAA",
+            "Z0FBQUFB",
+            "MII",
+            "eyJ",
+            "abcdefgh12",
+            ".",
+            "abcdefghijklmnopqrstuvwxyz0123456789+/=",
+            "://",
+            ",",
+            "@",
+            "u",
+            "b",
+            "host",
+            "é",
+            ";",
+            "&",
+            "%3D",
+            "%22",
+            "%3A",
+            "%20",
+            "+",
+            "-",
+            "--",
+            "-v",
+            "/",
+            "<",
+            ">",
+            "</",
+            "saml2:",
+            "Assertion",
+            "Encrypted",
+            "-----BEGIN ",
+            "RSA ",
+            "PRIVATE KEY-----",
+            "-----END ",
+            "PHNhbWw",
+            "PD94bWwg",
+            "authorization",
+            "Proxy-",
+            "Bearer ",
+            "cookie",
+            "Set-",
+            "ſet-",
+            "\u{a0}",
+            "_",
+            "abcdefghijklmnopqrstuvwxyz_abcdefghijklmnop",
+            "                              ",
+            "a.b.c.d.e.f.g.h.i.j.k.l.m",
+            "?",
+            "#",
+            "0",
+        ];
+        let mut rng = Rng(0xdead_beef_cafe_f00d);
+        let mut changed = 0;
+        for _ in 0..300_000 {
+            let n = (rng.next() % 24) as usize;
+            let m: String = (0..n).map(|_| rng.pick(&parts)).collect();
+            changed += check(&w, &re, &cheap, &m) as usize;
+        }
+        assert!(changed > 15_000, "{changed}");
+        for m in [
+            "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----",
+            "<saml2:Assertion ID=1>x</saml2:Assertion> <EncryptedAssertion>y",
+            "PHNhbWxwOlJlc3BvbnNlIHhtbG5zOnNhbWxwPSJ1cm46b2FzaXM6bmFtZXM6dGM6U0FNTDoyLjA6cHJvdG9jb2wi",
+            "Proxy-Authorization: Bearer abc, 'authorization': 'Basic xyz'",
+            "Set-Cookie: sessionid=abc; csrftoken=def",
+            "{\"token\": {\"issued_at\": 1, \"tenant\": {\"id\": \"t\"}, \"id\": \"S\"}}",
+            "{\\\"secret\\\": \\\"S\\\"} {'password': u'S'} ['iscsiadm', 'node.session.auth.password', '-v', u'S']",
+            "os_password=S X-Auth-Token: S ?token=S& %3Ftoken%3DS node.session.auth.password -v S",
+            "password 'S' --os-password S --a--b-password 'q' <ns:admin_password>S</ns:admin_password>",
+            "mysql+pymysql://nova:S@db/nova rabbit://u:S@h1,u:S@h2/ http://h:8776/v2/x@y",
+            "MIIKZQYJKoZIhvcNAQcCoIIKVjCCClICAQExCTAHBgUrDgMCGjCCCIAGCSqGSIb3DQEHAaCCCHEEgghtey",
+            "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig gAAAAABcdefghijklmnopqrstuvwxyz0123",
+            "----------------------------------------password 'x' -----------token-----key1=",
+        ] {
+            assert!(check(&w, &re, &cheap, m), "{m:?}");
+        }
+    }
+}
