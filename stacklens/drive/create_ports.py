@@ -17,8 +17,10 @@ by ``subnet``), or, by default, one the run creates (``sl-<runid>-net`` with sub
         binding: agents              # none, or agents: binding:host_id round-robin over the
                                      # hosts of the alive L2 agents (so the agents get fan-out)
         device_owner: compute:nova
-        delete: {enabled: true, when: all}   # each: right after the create; all: once every
-                                             # create of the repetition has answered
+        delete: {enabled: true, when: all, hold_s: 0}   # each: right after the create; all:
+                                 # once every create of the repetition has answered and hold_s
+                                 # passed (so the agents' asynchronous fan-out of the creates
+                                 # ends before the deletes start theirs)
 
 Records (:class:`PortRecord`, in ``requests.jsonl``): ``server_id`` is the port id, ``host``
 its binding host, ``status`` the port status in the create's answer, ``api_s`` the create
@@ -34,6 +36,7 @@ Neutron is reached at the connection's network endpoint (clouds.yaml
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import uuid
@@ -76,6 +79,7 @@ class PortDelete(ConfigModel):
 
     enabled: bool = True
     when: Literal["each", "all"] = "all"
+    hold_s: float = Field(default=0.0, ge=0, le=3600)  # all: wait this long before deleting
 
 
 class CreatePorts(Pacing):
@@ -136,6 +140,7 @@ class PortPlan:
     device_owner: str = "compute:nova"
     delete: bool = True
     delete_when: str = "all"
+    hold_s: float = 0.0  # delete_when all: seconds between the last create and the deletes
     request_timeout_s: float = 120.0
     max_connections: int = 100
 
@@ -153,7 +158,7 @@ class PortPlan:
                 "cidr": None if self.target.network_id else self.target.cidr,
                 "network_endpoint": self.network_endpoint, "hosts": list(self.hosts),
                 "device_owner": self.device_owner, "delete": self.delete,
-                "delete_when": self.delete_when}
+                "delete_when": self.delete_when, "hold_s": self.hold_s}
 
 
 def _v2(url: str) -> str:
@@ -235,7 +240,7 @@ class CreatePortsWorkload(Workload):
         return PortPlan(run_id, cfg.count, target, _v2(client.conn.network_endpoint or ""),
                         scn.name, cfg.repetitions, cfg.concurrency, make_shape(cfg.ramp),
                         cfg.project_id, hosts, cfg.device_owner, cfg.delete.enabled,
-                        cfg.delete.when, c.request_timeout_s, c.max_connections)
+                        cfg.delete.when, cfg.delete.hold_s, c.request_timeout_s, c.max_connections)
 
     @classmethod
     async def cleanup(cls, client: ComputeClient, prefix: str, timeout_s: float,
@@ -339,6 +344,10 @@ class PortDriver:
                 await self.pacer.issue(self.plan.total, 1, launch)
                 await self.pacer.wait(lambda: not self._tasks)
                 if self.plan.delete and self.plan.delete_when == "all":
+                    if self.plan.hold_s:  # ends early on stop()
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(
+                                self.pacer.wait(lambda: self.pacer.stopping), self.plan.hold_s)
                     await self._delete_all(rep)
         except asyncio.CancelledError:
             task = asyncio.current_task()
