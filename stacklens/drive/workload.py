@@ -46,7 +46,8 @@ __all__ = [
 ]
 
 #: Modules that register the shipped workload types, imported on first use of the registry.
-BUILTIN_MODULES: tuple[str, ...] = ("stacklens.drive.boot_servers",)
+BUILTIN_MODULES: tuple[str, ...] = ("stacklens.drive.boot_servers",
+                                    "stacklens.drive.create_ports")
 
 
 class DuplicateWorkload(ValueError):
