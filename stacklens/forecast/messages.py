@@ -42,8 +42,15 @@ from stacklens.errors import UserError
 from stacklens.forecast.calibrate import run_settings
 from stacklens.store import RunStore
 
-__all__ = ["MethodFit", "MessageModel", "RunCounts", "fit_line", "fit_messages", "holdout",
-           "run_counts"]
+__all__ = [
+    "MessageModel",
+    "MethodFit",
+    "RunCounts",
+    "fit_line",
+    "fit_messages",
+    "holdout",
+    "run_counts",
+]
 
 #: Two-sided 95 % quantiles of Student's t by degrees of freedom (1..10; beyond: 2.0).
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
