@@ -4,7 +4,10 @@ Forms (the first argument picks one)::
 
     stacklens forecast [MODEL] --computes N --servers M --concurrency C [--set knob=value]
                        --out RUN            simulate; then `stacklens report RUN`
-    stacklens forecast calibrate RUN... -o model.json      fit a model to traced runs
+    stacklens forecast calibrate RUN... -o model.json [--cores N]
+                                                           fit a model to traced runs (with
+                                                           resource samples: a shared CPU of
+                                                           N cores, stacklens.forecast.cpu)
     stacklens forecast validate MODEL RUN... [--seeds S]   predicted vs measured (median of RUNs)
     stacklens forecast knobs                               list the knobs and their defaults
 

@@ -16,9 +16,13 @@ per service process tree: :mod:`stacklens.resources`) over the storm window (the
 ``server.create``'s start to the last trace's end), the units are the stage samples of the
 calibration (one per API request, conductor call, build, ...). A service that serves several
 stages shares its CPU-seconds among them in proportion to their measured total time
-(:data:`SERVICE_STAGES`; nova-scheduler and placement-api both go to the ``scheduler`` stage,
-whose span covers both; RabbitMQ to the RPC transits). The other processes measured (MariaDB,
-glance-api, the neutron stand-in: :data:`BACKGROUND`) are a *background* demand per boot, a CPU
+(:data:`SERVICE_STAGES`; RabbitMQ's go to the RPC transits). placement-api's are shared per
+request among the stages that make them, read from its access lines (:data:`PLACEMENT_CALLS`):
+the scheduler's claim, the resource tracker's reads under the ``compute_resources`` lock (one
+per instance on the host, so a hold costs more on a crowded host) and the delete's cleanup;
+without access lines they all go to the ``scheduler`` stage, whose span covers placement's
+part. The other processes measured (MariaDB, glance-api, the neutron stand-in:
+:data:`BACKGROUND`) and placement's other requests are a *background* demand per boot, a CPU
 job nobody waits for, started when nova-api has accepted the boot.
 
 **Sharing: egalitarian processor sharing** (Kleinrock, "Time-shared systems: a theoretical
@@ -289,8 +293,9 @@ def fit_demands(cpu_s: Mapping[str, float], counts: Mapping[str, int],
                 demand[st] = demand.get(st, 0.0) + d
                 if svc != "placement-api":
                     own[st] = own.get(st, 0.0) + d
-    held = {st: own.get(st, 0.0) / d for st, d in demand.items()
-            if d > 0 and own.get(st, 0.0) < d}
+    held = {st: own.get(st, 0.0) / d for st, d in demand.items()  # stages on a worker
+            if st in ("conductor", "conductor_call", "scheduler") and d > 0
+            and own.get(st, 0.0) < d}
     return CpuModel(cores=cores, demand_s=demand, background_s=bg / boots if boots else 0.0,
                     service_cpu_s=dict(sorted(cpu_s.items())), window_s=window_s, held=held,
                     per_instance_s=per_instance, instances_cal=inst_cal)

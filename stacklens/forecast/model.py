@@ -50,6 +50,13 @@ scheduler worker) is a single-CPU server: it is held for the stage's idle-cloud 
 median of the lowest calibrated load bin) and released for the rest of the stage, which is the
 load-dependent waiting the calibration measured (shared CPU, database, broker). So worker counts
 matter only when the processes themselves saturate, as in the seeds' large storms.
+
+With a ``cpu`` section in the model (:mod:`stacklens.forecast.cpu`, calibrated from runs with
+resource samples) the host's CPU is simulated instead of drawn: each stage is its CPU demand on
+a processor-sharing CPU of ``cores`` cores (a worker is held for its own process's part) plus
+its non-CPU part; each accepted boot adds a background CPU job (database, image, network
+services), and a ``compute_resources`` hold's placement reads grow with the host's instances.
+Without it the model is exactly the one above.
 """
 
 from __future__ import annotations
