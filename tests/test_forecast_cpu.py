@@ -106,3 +106,15 @@ def test_model_without_cpu_section_has_no_shared_cpu():
     back = Calibration.from_json(doc)
     assert back.cpu is not None and back.cpu.demand_s == {"api": 0.1}
     assert Calibration.from_json(cal.to_json()).cpu is None
+
+
+def test_calibrate_without_resource_samples_says_so(tmp_path):
+    from stacklens.forecast.calibrate import calibrate
+    from stacklens.forecast.run import forecast_run
+
+    cal = resolve_model(None)[0]
+    forecast_run(cal, knobs_for(cal, computes=4, servers=24, concurrency=12), tmp_path / "r",
+                 "shipped")
+    got = calibrate([tmp_path / "r"], cores=2)
+    assert got.cpu is None
+    assert got.provenance["cpu"].startswith("no shared CPU: no resource_samples")

@@ -121,8 +121,8 @@ def forecast(
                              "client (slots in use), active (slots minus boots queued at a "
                              "compute) or server (creates in flight)."),
     cores: float | None = typer.Option(None, "--cores", min=0.1, help="calibrate: CPU cores "
-                                       "of the host that ran the services (needed when the "
-                                       "runs have resource samples)."),
+                                       "of the host that ran the services: adds its shared "
+                                       "CPU to the model (runs with resource samples)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Simulate a boot storm in a model calibrated from real traces (SimPy), write it as a run

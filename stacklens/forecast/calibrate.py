@@ -46,11 +46,12 @@ client index minus the boots queued at a compute (build semaphore, ``compute_res
 waits): tried on the lab runs, it predicted worse at 2x than ``client`` (p95 +55 % / +20 %
 against -7 % on average), so ``client`` is the default.
 
-CPU (``cpu``, :mod:`stacklens.forecast.cpu`): when every run has ``resource_samples`` (psutil
-per service process, ``stacklens run --capture``), each stage's CPU demand by the utilisation
-law and the background demand per boot, for the simulated shared CPU of ``cores`` cores. When a
-run has none, the model has no ``cpu`` section, simulates as before (stage times drawn at the
-current load, extrapolated by the fitted line) and says so in ``provenance["cpu"]``.
+CPU (``cpu``, :mod:`stacklens.forecast.cpu`), opt-in with ``cores`` (``--cores``): when every
+run has ``resource_samples`` (psutil per service process, ``stacklens run --capture``), each
+stage's CPU demand by the utilisation law and the background demand per boot, for the simulated
+shared CPU of ``cores`` cores. Without ``cores``, or when a run has no samples, the model has no
+``cpu`` section, simulates as before (stage times drawn at the current load, extrapolated by
+the fitted line) and says why in ``provenance["cpu"]``.
 """
 
 from __future__ import annotations
@@ -372,11 +373,11 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
               cores: float | None = None) -> Calibration:
     """Fit a :class:`Calibration` to traced run folders (each must hold ``traces``, ``spans``,
     ``phases``, ``breakdown``, ``events``). Knobs default to what the runs' manifests say
-    (computes, concurrency, servers). With ``resource_samples`` in every run, the ``cpu``
-    section: demands by the utilisation law for a host of ``cores`` cores (the machine that
-    ran the services; stretch 1 until :func:`stacklens.forecast.cpufit.fit_stretch`).
-    Raises :class:`~stacklens.errors.UserError` when a folder is not a traced run or has no
-    successful boots, or ``cores`` is missing or not positive while the runs have samples."""
+    (computes, concurrency, servers). With ``cores`` (of the machine that ran the services)
+    and ``resource_samples`` in every run, the ``cpu`` section: demands by the utilisation law
+    (stretch 1 until :func:`stacklens.forecast.cpufit.fit_stretch`); else none, and
+    ``provenance["cpu"]`` says why. Raises :class:`~stacklens.errors.UserError` when a folder
+    is not a traced run or has no successful boots."""
     if not runs:
         raise UserError("calibrate needs at least one run folder")
     samples: dict[str, list[tuple[float, float]]] = {s: [] for s in STAGES}
@@ -424,10 +425,10 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         prov["cpu"] = ("no shared CPU: no resource_samples in "
                        + ", ".join(no_cpu or [str(r) for r in runs])
                        + "; stage times drawn at the current load, extrapolated by the line")
+    elif cores is None or cores <= 0:
+        prov["cpu"] = ("no shared CPU: the runs have resource samples, but no host cores were "
+                       "given (--cores)")
     else:
-        if cores is None or cores <= 0:
-            raise UserError("calibrate: the runs have resource samples: give the cores of the "
-                            "host that ran the services (--cores)")
         boots = sum(m["creates"] for m in measured)
         cpu = fit_demands(cpu_s, {s: len(samples[s]) for s in STAGES},
                           {s: sum(p[1] for p in samples[s]) for s in STAGES}, boots,
