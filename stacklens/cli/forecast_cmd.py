@@ -4,7 +4,10 @@ Forms (the first argument picks one)::
 
     stacklens forecast [MODEL] --computes N --servers M --concurrency C [--set knob=value]
                        --out RUN            simulate; then `stacklens report RUN`
-    stacklens forecast calibrate RUN... -o model.json      fit a model to traced runs
+    stacklens forecast calibrate RUN... -o model.json [--cores N]
+                                                           fit a model to traced runs (with
+                                                           resource samples: a shared CPU of
+                                                           N cores, stacklens.forecast.cpu)
     stacklens forecast validate MODEL RUN... [--seeds S]   predicted vs measured (median of RUNs)
     stacklens forecast knobs                               list the knobs and their defaults
 
@@ -28,6 +31,7 @@ from stacklens.cli._render import err
 from stacklens.errors import UserError
 from stacklens.forecast.attribution import fit_attribution
 from stacklens.forecast.calibrate import calibrate, run_settings
+from stacklens.forecast.cpufit import fit_stretch
 from stacklens.forecast.knobs import KNOB_HELP, Knobs, parse_sets
 from stacklens.forecast.run import forecast_run, knobs_for, resolve_model
 from stacklens.forecast.tables import SIMULATED, to_tables
@@ -46,7 +50,8 @@ def _commit() -> str | None:
         return None
 
 
-def _calibrate(runs: list[str], out: Path | None, provenance: list[str], load: str) -> None:
+def _calibrate(runs: list[str], out: Path | None, provenance: list[str], load: str,
+               cores: float | None) -> None:
     if out is None:
         raise UserError("forecast calibrate: -o model.json is required")
     prov: dict[str, object] = {"stacklens_commit": _commit()}
@@ -55,7 +60,8 @@ def _calibrate(runs: list[str], out: Path | None, provenance: list[str], load: s
             raise UserError(f"--provenance {item}: expected key=value")
         k, v = item.split("=", 1)
         prov[k.strip()] = v.strip()
-    cal = fit_attribution(calibrate(runs, provenance=prov, load=load), runs)
+    cal = calibrate(runs, provenance=prov, load=load, cores=cores)
+    cal = fit_attribution(fit_stretch(cal, runs), runs)
     out.write_text(json.dumps(cal.to_json(), indent=1) + "\n", encoding="utf-8")
     m = cal.measured["runs"]
     err.print(f"forecast: calibrated {len(cal.stages)} stages from {len(runs)} run(s), "
@@ -114,6 +120,9 @@ def forecast(
     load: str = typer.Option("client", "--load", help="calibrate: load index of the bins: "
                              "client (slots in use), active (slots minus boots queued at a "
                              "compute) or server (creates in flight)."),
+    cores: float | None = typer.Option(None, "--cores", min=0.1, help="calibrate: CPU cores "
+                                       "of the host that ran the services: adds its shared "
+                                       "CPU to the model (runs with resource samples)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Simulate a boot storm in a model calibrated from real traces (SimPy), write it as a run
@@ -123,7 +132,7 @@ def forecast(
     if verb == "calibrate":
         if load not in ("client", "active", "server"):
             raise UserError("--load must be client, active or server")
-        _calibrate(args[1:] or [], out, provenance, load)
+        _calibrate(args[1:] or [], out, provenance, load, cores)
         return
     if verb == "validate":
         if len(args) < 3:

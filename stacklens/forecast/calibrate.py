@@ -45,6 +45,13 @@ t = 0, while the API still queues the POSTs), which the server index misses. ``a
 client index minus the boots queued at a compute (build semaphore, ``compute_resources`` lock
 waits): tried on the lab runs, it predicted worse at 2x than ``client`` (p95 +55 % / +20 %
 against -7 % on average), so ``client`` is the default.
+
+CPU (``cpu``, :mod:`stacklens.forecast.cpu`), opt-in with ``cores`` (``--cores``): when every
+run has ``resource_samples`` (psutil per service process, ``stacklens run --capture``), each
+stage's CPU demand by the utilisation law and the background demand per boot, for the simulated
+shared CPU of ``cores`` cores. Without ``cores``, or when a run has no samples, the model has no
+``cpu`` section, simulates as before (stage times drawn at the current load, extrapolated by
+the fitted line) and says why in ``provenance["cpu"]``.
 """
 
 from __future__ import annotations
@@ -61,6 +68,7 @@ from typing import Any
 import polars as pl
 
 from stacklens.errors import UserError
+from stacklens.forecast.cpu import CpuModel, fit_demands, placement_calls, run_cpu_seconds
 from stacklens.forecast.dist import LoadDist, fit
 from stacklens.store import RunStore
 
@@ -73,8 +81,10 @@ __all__ = [
     "run_settings",
 ]
 
-#: Calibration file format. History: 1 (issue 9): stages, knobs, measured, provenance.
-CALIBRATION_FORMAT_VERSION = 1
+#: Calibration file format. History: 1 (issue 9): stages, knobs, measured, provenance;
+#: 2: optional ``cpu`` section (shared CPU: demands, background, stretch; a version 1 file
+#: reads as a model without it).
+CALIBRATION_FORMAT_VERSION = 2
 
 STAGES = ("api", "to_conductor", "conductor", "scheduler", "to_compute", "compute_pre",
           "conductor_call", "build", "finish", "delete_api", "delete_to_compute", "teardown",
@@ -88,7 +98,8 @@ class Calibration:
     placement-api), ``locks_per_build`` / ``locks_per_delete`` (compute_resources lock holds
     per boot / delete, median), ``knobs`` (settings
     of the runs, e.g. computes, concurrency), ``measured`` (p50/p95, throughput, component
-    p50s of the runs), ``provenance`` (lab, release, date, commit, runs)."""
+    p50s of the runs), ``provenance`` (lab, release, date, commit, runs), ``cpu`` (the shared
+    CPU, :class:`~stacklens.forecast.cpu.CpuModel`; None: runs without resource samples)."""
 
     stages: dict[str, LoadDist]
     conductor_calls: int = 12
@@ -100,6 +111,7 @@ class Calibration:
     knobs: dict[str, Any] = field(default_factory=dict)
     measured: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
+    cpu: CpuModel | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document written by ``forecast calibrate``."""
@@ -110,6 +122,7 @@ class Calibration:
                 "locks_per_build": self.locks_per_build,
                 "locks_per_delete": self.locks_per_delete, "load": self.load,
                 "attribution": {k: round(v, 4) for k, v in self.attribution.items()},
+                **({"cpu": self.cpu.to_json()} if self.cpu is not None else {}),
                 "stages": {k: v.to_json() for k, v in self.stages.items()}}
 
     @staticmethod
@@ -134,7 +147,8 @@ class Calibration:
                                             (d.get("attribution") or {}).items()},
                                knobs=dict(d.get("knobs") or {}),
                                measured=dict(d.get("measured") or {}),
-                               provenance=dict(d.get("provenance") or {}))
+                               provenance=dict(d.get("provenance") or {}),
+                               cpu=CpuModel.from_json(d["cpu"]) if d.get("cpu") else None)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise UserError(f"{where} is not a stacklens calibration model ({e})") from None
 
@@ -304,8 +318,14 @@ def _run_samples(store: RunStore, load: str = "client") -> dict[str, Any]:
          / pl.col("dur_s").sum()).alias("share"))["share"].drop_nans().drop_nulls()
     dur = creates["dur_s"]
     window_s = (max(ends) - min(starts)) / 1e9
+    w0 = int(creates["start_ns"].min())  # type: ignore[arg-type]
+    w1 = int(pl.concat([creates["end_ns"], deletes["end_ns"]]).max())  # type: ignore[arg-type]
+    cpu = (run_cpu_seconds(store.read("resource_samples"), w0, w1)
+           if store.has("resource_samples") else None)
     return {
         "samples": out,
+        "cpu_s": cpu, "cpu_window_s": (w1 - w0) / 1e9,
+        "placement_calls": placement_calls(store.read("events"), w0, w1),
         "n_calls": d.filter(pl.col("b_s").is_not_null())["n_calls"].to_list(),
         "placement_share": share.to_list(),
         "n_locks_build": d.filter(pl.col("b_s").is_not_null())["n_locks"].to_list(),
@@ -349,11 +369,15 @@ def run_settings(store: RunStore) -> dict[str, Any]:
 
 
 def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = None,
-              knobs: dict[str, Any] | None = None, load: str = "client") -> Calibration:
+              knobs: dict[str, Any] | None = None, load: str = "client",
+              cores: float | None = None) -> Calibration:
     """Fit a :class:`Calibration` to traced run folders (each must hold ``traces``, ``spans``,
     ``phases``, ``breakdown``, ``events``). Knobs default to what the runs' manifests say
-    (computes, concurrency, servers). Raises :class:`~stacklens.errors.UserError` when a
-    folder is not a traced run or has no successful boots."""
+    (computes, concurrency, servers). With ``cores`` (of the machine that ran the services)
+    and ``resource_samples`` in every run, the ``cpu`` section: demands by the utilisation law
+    (stretch 1 until :func:`stacklens.forecast.cpufit.fit_stretch`); else none, and
+    ``provenance["cpu"]`` says why. Raises :class:`~stacklens.errors.UserError` when a folder
+    is not a traced run or has no successful boots."""
     if not runs:
         raise UserError("calibrate needs at least one run folder")
     samples: dict[str, list[tuple[float, float]]] = {s: [] for s in STAGES}
@@ -363,6 +387,10 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
     nld: list[int] = []
     measured = []
     kn: dict[str, Any] = {}
+    cpu_s: dict[str, float] | None = {}
+    cpu_window_s = 0.0
+    pcalls: dict[str, int] = {}
+    no_cpu: list[str] = []
     for r in runs:
         store = RunStore(r)
         if not store.has("traces"):
@@ -374,6 +402,14 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         shares += got["placement_share"]
         nlb += got["n_locks_build"]
         nld += got["n_locks_delete"]
+        if got["cpu_s"] is None:
+            no_cpu.append(str(r))
+        elif cpu_s is not None:
+            for k, v in got["cpu_s"].items():
+                cpu_s[k] = cpu_s.get(k, 0.0) + v
+            cpu_window_s += got["cpu_window_s"]
+            for k, n in got["placement_calls"].items():
+                pcalls[k] = pcalls.get(k, 0) + n
         measured.append({"run": str(r), **got["measured"]})
         for key, v in run_settings(store).items():
             kn.setdefault(key, v)
@@ -384,6 +420,21 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
             else LoadDist.constant(0.0)
     prov = {"created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "runs": [str(r) for r in runs], **(provenance or {})}
+    cpu = None
+    if no_cpu or not cpu_s:
+        prov["cpu"] = ("no shared CPU: no resource_samples in "
+                       + ", ".join(no_cpu or [str(r) for r in runs])
+                       + "; stage times drawn at the current load, extrapolated by the line")
+    elif cores is None or cores <= 0:
+        prov["cpu"] = ("no shared CPU: the runs have resource samples, but no host cores were "
+                       "given (--cores)")
+    else:
+        boots = sum(m["creates"] for m in measured)
+        cpu = fit_demands(cpu_s, {s: len(samples[s]) for s in STAGES},
+                          {s: sum(p[1] for p in samples[s]) for s in STAGES}, boots,
+                          float(cores), cpu_window_s, pcalls)
+        prov["cpu"] = (f"shared CPU of {cores:g} cores: demands from resource_samples by the "
+                       "utilisation law (stacklens.forecast.cpu)")
     return Calibration(
         stages=stages,
         conductor_calls=int(statistics.median(n_calls)) if n_calls else 0,
@@ -391,4 +442,4 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         locks_per_build=int(statistics.median(nlb)) if nlb else 1,
         locks_per_delete=int(statistics.median(nld)) if nld else 1,
         knobs={**kn, **(knobs or {})}, measured={"runs": measured}, provenance=prov,
-        load=load)
+        load=load, cpu=cpu)

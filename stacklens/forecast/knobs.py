@@ -54,7 +54,9 @@ class Knobs:
     # service failures not caused by load
     build_failure_rate: float = 0.0  # a build fails at the compute (rescheduled)
     # how far the calibrated load dependence is extrapolated beyond the calibrated load
-    max_slowdown: float = 8.0  # cap on the service-time multiplier from load
+    max_slowdown: float = 8.0  # cap on the service-time multiplier from load (no CPU model)
+    # the host's shared CPU (a model with a cpu section: stacklens.forecast.cpu)
+    cores: float = 0.0  # cores shared by every service and compute; 0: the calibration host's
     seed: int = 1
 
     def replace(self, **changes: Any) -> Knobs:
@@ -91,7 +93,10 @@ KNOB_HELP: dict[str, str] = {
     "db_max_retries": "oslo.db retries of a deadlocked write",
     "db_retry_interval_s": "oslo.db first retry interval, s (doubles, at most 10 s)",
     "build_failure_rate": "probability that a build fails at the compute (rescheduled)",
-    "max_slowdown": "cap on the load multiplier of service times beyond calibrated load",
+    "max_slowdown": "cap on the load multiplier of service times beyond calibrated load "
+    "(models without a cpu section)",
+    "cores": "CPU cores shared by the services and computes (processor sharing); 0: the "
+    "calibration host's; models without a cpu section ignore it",
     "seed": "random seed",
 }
 

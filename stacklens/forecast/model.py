@@ -50,6 +50,13 @@ scheduler worker) is a single-CPU server: it is held for the stage's idle-cloud 
 median of the lowest calibrated load bin) and released for the rest of the stage, which is the
 load-dependent waiting the calibration measured (shared CPU, database, broker). So worker counts
 matter only when the processes themselves saturate, as in the seeds' large storms.
+
+With a ``cpu`` section in the model (:mod:`stacklens.forecast.cpu`, calibrated from runs with
+resource samples) the host's CPU is simulated instead of drawn: each stage is its CPU demand on
+a processor-sharing CPU of ``cores`` cores (a worker is held for its own process's part) plus
+its non-CPU part; each accepted boot adds a background CPU job (database, image, network
+services), and a ``compute_resources`` hold's placement reads grow with the host's instances.
+Without it the model is exactly the one above.
 """
 
 from __future__ import annotations
@@ -64,6 +71,7 @@ from typing import Any
 import simpy
 
 from stacklens.forecast.calibrate import Calibration
+from stacklens.forecast.cpu import PsCpu
 from stacklens.forecast.dist import LoadDist
 from stacklens.forecast.knobs import Knobs
 
@@ -116,7 +124,8 @@ class DeleteRecord:
 @dataclass
 class SimResult:
     """What one simulated storm produced: the records, the busiest resources (utilisation,
-    fraction of the storm's duration) and the hosts' final counts."""
+    fraction of the storm's duration) and the hosts' final counts; with a shared CPU,
+    ``stretch`` maps (stage, load bin) to (elapsed_s, demand_s) of its CPU parts summed."""
 
     knobs: Knobs
     boots: list[BootRecord]
@@ -125,6 +134,7 @@ class SimResult:
     busy: dict[str, float]
     placed: list[int]
     events: int = 0
+    stretch: dict[tuple[str, int], tuple[float, float]] = field(default_factory=dict)
 
 
 class _Busy:
@@ -170,21 +180,76 @@ class _Cloud:
                      "compute_resources lock": _Busy(n)}
         self.boots: list[BootRecord] = []
         self.deletes: list[DeleteRecord] = []
+        cores = k.cores or (cal.cpu.cores if cal.cpu is not None else 0.0)
+        self.cpu = PsCpu(env, cores) if cal.cpu is not None and cores > 0 else None
+        self.stretch: dict[tuple[str, int], list[float]] = {}
 
     # -- helpers ----------------------------------------------------------------------------
-    def draw(self, stage: str) -> float:
+    def _load(self) -> float:
         if self.load_index == "client":
-            load = self.client_in_flight
-        elif self.load_index == "active":
-            load = max(0, self.client_in_flight - self.waiting)
-        else:
-            load = self.in_flight
-        return self.st[stage].sample(self.rng.random(), load, self.k.max_slowdown)
+            return self.client_in_flight
+        if self.load_index == "active":
+            return max(0, self.client_in_flight - self.waiting)
+        return self.in_flight
+
+    def draw(self, stage: str) -> float:
+        return self.st[stage].sample(self.rng.random(), self._load(), self.k.max_slowdown)
+
+    def plan(self, stage: str) -> tuple[float, float, int]:
+        """(CPU demand s, other s, load bin) of one occurrence of ``stage``: without a shared
+        CPU, (0, the drawn time, -1); with one, the demand and the non-CPU part
+        (:meth:`stacklens.forecast.cpu.CpuModel.non_cpu`)."""
+        cm = self.cal.cpu
+        if self.cpu is None or cm is None:
+            return 0.0, self.draw(stage), -1
+        d, load = self.st[stage], self._load()
+        return (cm.demand_s.get(stage, 0.0), cm.non_cpu(stage, d, self.rng.random(), load),
+                d.bin_of(load))
+
+    def cpu_run(self, stage: str, b: int, demand_s: float):
+        """``demand_s`` CPU-seconds on the shared CPU, its stretch recorded."""
+        assert self.cpu is not None
+        t0 = self.env.now
+        yield self.cpu.run(demand_s)
+        o = self.stretch.setdefault((stage, b), [0.0, 0.0])
+        o[0] += self.env.now - t0
+        o[1] += demand_s
+
+    def do(self, stage: str, p: tuple[float, float, int], always: bool = True):
+        """Spend plan ``p`` (:meth:`plan`): the CPU part, then the rest (a zero rest is waited
+        for only when ``always`` and there was no CPU part, as the model without CPU did)."""
+        if p[0] > 0:
+            yield from self.cpu_run(stage, p[2], p[0])
+        if p[1] > 0 or (always and p[0] <= 0):
+            yield self.env.timeout(p[1])
+
+    def spend(self, stage: str, always: bool = True):
+        """One occurrence of ``stage`` holding nothing; returns its seconds."""
+        p = self.plan(stage)
+        t0 = self.env.now
+        yield from self.do(stage, p, always)
+        return p[1] if self.cpu is None else self.env.now - t0
 
     def work(self, res: simpy.Resource, name: str, stage: str, extra_cpu_s: float = 0.0):
-        """Hold one worker of ``res`` for the stage's idle demand, then wait the rest. Returns
-        the time spent waiting for the worker (an RPC message waiting in its queue: logged
-        by nobody, so 'between components' in a measured trace)."""
+        """Hold one worker of ``res`` for the stage's idle demand (with a shared CPU: for its
+        CPU part on that CPU), then wait the rest. Returns the time spent waiting for the
+        worker (an RPC message waiting in its queue: logged by nobody, so 'between
+        components' in a measured trace)."""
+        if self.cpu is not None:
+            dem, rest, b = self.plan(stage)
+            own = dem * (self.cal.cpu.held.get(stage, 1.0) if self.cal.cpu else 1.0)
+            t0 = self.env.now
+            with res.request() as r:
+                yield r
+                wait = self.env.now - t0
+                t1 = self.env.now
+                yield from self.cpu_run(stage, b, own + extra_cpu_s)
+            self.busy[name].add(self.env.now - t1)
+            if dem > own:  # another service's part (placement-api): the worker is free
+                yield from self.cpu_run(stage, b, dem - own)
+            if rest > 0:
+                yield self.env.timeout(rest)
+            return wait
         total = self.draw(stage) + extra_cpu_s
         cpu = min(total, self.low[stage] + extra_cpu_s)
         t0 = self.env.now
@@ -200,12 +265,12 @@ class _Cloud:
     def api_work(self, stage: str):
         """Hold one API worker for the whole stage (a sync WSGI worker serves one request);
         the trace starts when the worker takes the request (the access line's clock)."""
-        d = self.draw(stage)
+        p = self.plan(stage)
         with self.api.request() as r:
             yield r
             t0 = self.env.now
-            yield self.env.timeout(d)
-        self.busy["nova-api"].add(d)
+            yield from self.do(stage, p)
+        self.busy["nova-api"].add(self.env.now - t0)
         return t0
 
     def pick(self, w: int, exclude: set[int]) -> int:
@@ -265,13 +330,16 @@ class _Cloud:
                 self.waiting += 1
                 yield r
                 self.waiting -= 1
-                d = self.draw("lock_held")
+                p = self.plan("lock_held")
+                if p[0] > 0 and self.cal.cpu is not None:  # placement reads per instance
+                    p = (self.cal.cpu.lock_demand(p[0], self.used[h]), p[1], p[2])
                 if j == 0 and on_held is not None:
                     on_held()
-                yield self.env.timeout(d)
+                t0 = self.env.now
+                yield from self.do("lock_held", p)
                 if j == 0:
                     self.row_update(h)
-                self.busy["compute_resources lock"].add(d)
+                self.busy["compute_resources lock"].add(self.env.now - t0)
 
     # -- the workflow -------------------------------------------------------------------------
     def boot(self, i: int):
@@ -309,7 +377,7 @@ class _Cloud:
         """POST /v2.1/servers on a worker: a DB connection from the worker's pool (waited
         for at most ``db_pool_timeout_s``), the stage, the quota write with deadlock retries."""
         env, k = self.env, self.k
-        d = self.draw("api")
+        p = self.plan("api")
         with self.api.request() as w:
             yield w
             rec.start_s = t0 = env.now
@@ -323,7 +391,7 @@ class _Cloud:
                         QUEUE_POOL_ERROR, "nova-api", 500)
             if rec.error is None:
                 try:
-                    yield env.timeout(d)
+                    yield from self.do("api", p)
                     for attempt in range(k.db_max_retries + 1):
                         if k.db_deadlock_rate <= 0 or self.rng.random() >= k.db_deadlock_rate:
                             break
@@ -337,13 +405,14 @@ class _Cloud:
         self.busy["nova-api"].add(env.now - t0)
         rec.stages["nova-api"] = env.now - t0
         rec.spans.append(("nova-api", "simulated-controller", "POST /v2.1/servers", t0, env.now))
+        if self.cpu is not None and self.cal.cpu is not None and rec.error is None:
+            self.cpu.run(self.cal.cpu.background_s)  # DB, image, network work: nobody waits
         return rec.error is None
 
     def _schedule_and_build(self, rec: BootRecord):
         env, k, st = self.env, self.k, rec.stages
         tried: set[int] = set()
-        hop = self.draw("to_conductor")
-        yield env.timeout(hop)
+        hop = yield from self.spend("to_conductor")
         st["between components"] = st.get("between components", 0.0) + hop
         while True:
             t0 = env.now
@@ -382,8 +451,7 @@ class _Cloud:
                                   t0, env.now))
                 return False
             h = self.pick(w, tried)
-            hop = self.draw("to_compute")
-            yield env.timeout(hop)
+            hop = yield from self.spend("to_compute")
             st["between components"] += hop
             rec.spans.append(("nova-conductor", "simulated-controller", "cast conductor",
                               t0, env.now))
@@ -397,15 +465,14 @@ class _Cloud:
             if rec.retries >= k.max_attempts:
                 rec.error, rec.error_service = RETRIES_ERROR, "nova-conductor"
                 return False
-            hop = self.draw("to_conductor")
-            yield env.timeout(hop)
+            hop = yield from self.spend("to_conductor")
             st["between components"] += hop
 
     def _build(self, rec: BootRecord, h: int):
         env, k, st, cal = self.env, self.k, rec.stages, self.cal
         host = f"simulated-compute-{h + 1}"
         t0 = env.now
-        yield env.timeout(self.draw("compute_pre"))
+        yield from self.spend("compute_pre")
         with self.sem[h].request() as slot:
             self.waiting += 1
             yield slot
@@ -427,20 +494,18 @@ class _Cloud:
                 self.busy["compute build slots"].add(env.now - tb)
                 return False
             n = cal.conductor_calls
-            own = self.draw("build")
-            seg = own / (n + 1)
+            own = self.plan("build")
+            seg = (own[0] / (n + 1), own[1] / (n + 1), own[2])
             cond = 0.0
             for _ in range(n):
-                yield env.timeout(seg)
+                yield from self.do("build", seg)
                 c0 = env.now
                 yield from self.work(self.conductor, "nova-conductor", "conductor_call")
                 cond += env.now - c0
-            yield env.timeout(seg)
+            yield from self.do("build", seg)
             te = env.now
             self.busy["compute build slots"].add(te - tb)
-        fin = self.draw("finish")
-        if fin:
-            yield env.timeout(fin)
+        yield from self.spend("finish", always=False)
         st["nova-conductor"] = st.get("nova-conductor", 0.0) + cond
         st["nova-compute"] = st.get("nova-compute", 0.0) + (env.now - t0) - cond
         rec.spans.append(("nova-compute", host, f"cast compute.{host}", t0, env.now))
@@ -456,13 +521,11 @@ class _Cloud:
         d.stages["nova-api"] = env.now - t0
         d.spans.append(("nova-api", "simulated-controller", "DELETE /v2.1/servers/{id}",
                         t0, env.now))
-        hop = self.draw("delete_to_compute")
-        if hop:
-            yield env.timeout(hop)
+        hop = yield from self.spend("delete_to_compute", always=False)
         d.stages["between components"] = hop
         host = f"simulated-compute-{h + 1}"
         t1 = env.now
-        yield env.timeout(self.draw("teardown"))
+        yield from self.spend("teardown")
         t2 = env.now
         d.phases.append(("teardown", t1, t2))
 
@@ -470,14 +533,12 @@ class _Cloud:
             self.free_one(h)
 
         yield from self.lock_hold(h, max(1, self.cal.locks_per_delete), free)
-        yield env.timeout(self.draw("cleanup"))
+        yield from self.spend("cleanup")
         d.phases.append(("resource_cleanup", t2, env.now))
         d.stages["nova-compute"] = env.now - t1
         d.spans.append(("nova-compute", host, f"cast compute.{host}", t1, env.now))
-        rest = self.draw("delete_rest")
-        if rest:
-            yield env.timeout(rest)
-            d.stages["between components"] += rest
+        rest = yield from self.spend("delete_rest", always=False)
+        d.stages["between components"] += rest
         d.end_s = env.now
         yield env.timeout(self._to_poll(env.now))
         d.gone_seen_s = env.now
@@ -495,8 +556,11 @@ def simulate(cal: Calibration, knobs: Knobs) -> SimResult:
     env.run()
     dur = env.now or 1.0
     busy = {name: b.busy_s / (b.capacity * dur) for name, b in cloud.busy.items()}
+    if cloud.cpu is not None:
+        busy["shared CPU"] = cloud.cpu.busy_s / (cloud.cpu.cores * dur)
     return SimResult(knobs=knobs, boots=cloud.boots, deletes=cloud.deletes, duration_s=env.now,
-                     busy=busy, placed=cloud.placed)
+                     busy=busy, placed=cloud.placed,
+                     stretch={k: (v[0], v[1]) for k, v in cloud.stretch.items()})
 
 
 def summary(res: SimResult) -> dict[str, Any]:
