@@ -579,7 +579,7 @@ DB_SAMPLES: Columns = {
 #: process and its descendants (a gunicorn master and its workers): figures are summed over the
 #: tree as found at that sample. Rows with a null ``pid`` are system-wide network counters of the
 #: loopback interface (``service`` ``net:lo``): per-process network bytes are not measurable
-#: with psutil.
+#: with psutil; or the whole machine's busy CPU (``service`` ``cpu:host``, ``n_procs`` = CPUs).
 RESOURCE_SAMPLES: Columns = {
     "ts_ns": pl.Int64,  # ns since epoch
     "host": pl.String,  # the host the service stands for (lab computes: fake-N)

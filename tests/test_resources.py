@@ -20,7 +20,7 @@ import pytest
 from stacklens.analyze.build import section_rows
 from stacklens.analyze.resource_sections import RESOURCE_SECTIONS
 from stacklens.recorder import Recorder
-from stacklens.resources import NET_SERVICE, ProcTarget, ResourceRecorder
+from stacklens.resources import HOST_CPU_SERVICE, NET_SERVICE, ProcTarget, ResourceRecorder
 from stacklens.schema import conform
 
 S = {s.name: s for s in RESOURCE_SECTIONS}
@@ -78,6 +78,14 @@ def test_recorder_samples_a_process_tree():
     lo = df.filter(pl.col("service") == NET_SERVICE)
     assert lo.height == me.height and lo["pid"].null_count() == lo.height
     assert lo["net_sent_bytes"].min() > 0
+    # the machine's CPU: at least what the burner took over the same intervals, at most all CPUs
+    host = df.filter(pl.col("service") == HOST_CPU_SERVICE).sort("ts_ns")
+    assert host.height == me.height and host["pid"].null_count() == host.height
+    assert host["cpu_pct"][0] is None
+    ncpu = host["n_procs"][0]
+    assert ncpu >= 1
+    busy = (host["cpu_pct"] / 100 * dt).sum()
+    assert used * 0.9 <= busy <= ncpu * (me["ts_ns"][-1] - me["ts_ns"][0]) / 1e9 * 1.05
 
 
 def test_a_missing_pid_is_a_note():
@@ -104,6 +112,8 @@ def _rows() -> pl.DataFrame:
                          "threads": 3, "connections": 2})
         rows.append({"ts_ns": ts, "service": NET_SERVICE, "net_sent_bytes": 1000 + 500 * i * i,
                      "net_recv_bytes": 1000 + 500 * i * i})
+        rows.append({"ts_ns": ts, "service": HOST_CPU_SERVICE, "n_procs": 2,
+                     "cpu_pct": None if i == 0 else 190.0 if i == 2 else 100.0})
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
@@ -126,6 +136,18 @@ def test_per_service_peaks_and_means():
     assert net["lo_bytes"] == 4500 and net["peak_bytes_per_s"] == pytest.approx(2500)
     tl = section_rows(_con(resource_samples=_rows()), S["resource_timeline"])
     assert {r["service"] for r in tl} == {"nova-api", "nova-compute"}
+
+
+def test_machine_cpu_beside_the_services():
+    h = section_rows(_con(resource_samples=_rows()), S["resource_host"])[0]
+    # services per sample: i=1: 30+5+1 = 36 %, i=2: 40+5+150 = 195 %, i=3: 50+5+1 = 56 %
+    assert (h["cpus"], h["samples"]) == (2, 3)
+    assert h["mean_busy"] == pytest.approx((1.0 + 1.9 + 1.0) / 3)
+    assert h["peak_busy"] == pytest.approx(1.9)
+    assert h["mean_services"] == pytest.approx((0.36 + 1.95 + 0.56) / 3)
+    # the other CPU is never negative (psutil's per-process and machine counters tick apart)
+    assert h["mean_other"] == pytest.approx((0.64 + 0.0 + 0.44) / 3)
+    assert h["mean_utilisation"] == pytest.approx((1.0 + 1.9 + 1.0) / 3 / 2)
 
 
 def test_sizing_row_at_the_runs_load_level():

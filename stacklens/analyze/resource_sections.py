@@ -78,6 +78,38 @@ RESOURCE_NETWORK = Section(
     needs=("resource_samples",), absent={"resource_network": []},
 )
 
+RESOURCE_HOST = Section(
+    "resource_host", "The machine's CPU: sampled services and everything else",
+    "Busy CPU of the whole machine (psutil.cpu_times: all but idle, iowait and steal) beside "
+    "the sum over the sampled services at the same instants; the difference is CPU that no "
+    "sampled service took (other jobs, the load generator's machine neighbours, the kernel), "
+    "which slows the services without showing in their rows. Fractions of one CPU.",
+    """
+    WITH h AS (SELECT ts_ns, cpu_pct / 100.0 AS busy, n_procs AS cpus FROM resource_samples
+               WHERE pid IS NULL AND service = 'cpu:host' AND cpu_pct IS NOT NULL),
+         s AS (SELECT ts_ns, sum(cpu_pct) / 100.0 AS services FROM resource_samples
+               WHERE pid IS NOT NULL AND cpu_pct IS NOT NULL GROUP BY ts_ns),
+         j AS (SELECT h.busy, h.cpus, coalesce(s.services, 0) AS services
+               FROM h LEFT JOIN s USING (ts_ns))
+    SELECT max(cpus) AS cpus, count(*) AS samples, avg(busy) AS mean_busy,
+           max(busy) AS peak_busy, avg(services) AS mean_services,
+           avg(greatest(busy - services, 0)) AS mean_other,
+           avg(busy) / max(cpus) AS mean_utilisation
+    FROM j HAVING count(*) > 0
+    """,
+    (
+        Column("cpus", "count", "logical CPUs of the machine", "CPUs"),
+        Column("samples", "count", "intervals sampled"),
+        Column("mean_busy", "fraction", "mean busy CPU of the machine (of one CPU)", "mean busy"),
+        Column("peak_busy", "fraction", "busiest interval (of one CPU)", "peak busy"),
+        Column("mean_services", "fraction", "mean CPU of the sampled services together",
+               "services"),
+        Column("mean_other", "fraction", "mean busy CPU no sampled service took", "other"),
+        Column("mean_utilisation", "fraction", "mean busy CPU over the CPUs (0..1)", "util"),
+    ),
+    needs=("resource_samples",), absent={"resource_host": []},
+)
+
 RESOURCE_TIMELINE = Section(
     "resource_timeline", "Resources per service over time",
     "Per minute and service: mean and peak CPU, peak RSS (for the timeline beside throughput "
@@ -124,4 +156,5 @@ RESOURCE_SIZING = Section(
 )
 
 #: The resource sections, in report order.
-RESOURCE_SECTIONS = (RESOURCES, RESOURCE_NETWORK, RESOURCE_SIZING, RESOURCE_TIMELINE)
+RESOURCE_SECTIONS = (RESOURCES, RESOURCE_HOST, RESOURCE_NETWORK, RESOURCE_SIZING,
+                     RESOURCE_TIMELINE)

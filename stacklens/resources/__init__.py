@@ -3,6 +3,11 @@ local processes (psutil) and the loopback byte counters, as the canonical table
 ``resource_samples`` (:mod:`stacklens.schema`). :class:`ResourceRecorder` is the
 :class:`~stacklens.recorder.Recorder`."""
 
-from stacklens.resources.recorder import NET_SERVICE, ProcTarget, ResourceRecorder
+from stacklens.resources.recorder import (
+    HOST_CPU_SERVICE,
+    NET_SERVICE,
+    ProcTarget,
+    ResourceRecorder,
+)
 
-__all__ = ["NET_SERVICE", "ProcTarget", "ResourceRecorder"]
+__all__ = ["HOST_CPU_SERVICE", "NET_SERVICE", "ProcTarget", "ResourceRecorder"]

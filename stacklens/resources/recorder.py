@@ -5,7 +5,11 @@ one service on one host (a gunicorn master and its workers, a nova-compute of a 
 every ``interval_s`` seconds the recorder walks each target's process tree and writes one row
 of table ``resource_samples`` (:mod:`stacklens.schema`) per target, plus one row of the
 system-wide loopback byte counters (service ``net:lo``, pid null): psutil has no per-process
-network bytes, and on a one-machine lab all traffic is on ``lo``.
+network bytes, and on a one-machine lab all traffic is on ``lo``; and one row of the whole
+machine's CPU (service ``cpu:host``, pid null, ``n_procs`` = logical CPUs): busy time (all
+``psutil.cpu_times()`` fields but idle, iowait and steal) over the interval, in percent of one CPU, so
+CPU taken by processes that are not targets (other jobs on a shared machine) shows as the
+difference between it and the targets' sum.
 
 CPU %: the tree's user + system CPU seconds used since the previous sample, over the wall
 seconds between the samples, x 100 (percent of one CPU). A process that appeared since the
@@ -27,10 +31,12 @@ import psutil
 
 from stacklens.schema import TABLES, conform
 
-__all__ = ["NET_SERVICE", "ProcTarget", "ResourceRecorder"]
+__all__ = ["HOST_CPU_SERVICE", "NET_SERVICE", "ProcTarget", "ResourceRecorder"]
 
 #: ``service`` of the system-wide loopback rows.
 NET_SERVICE = "net:lo"
+#: ``service`` of the whole machine's CPU rows.
+HOST_CPU_SERVICE = "cpu:host"
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,8 @@ class ResourceRecorder:
         # per target: {(pid, create_time): cpu seconds} at the previous sample, and its time
         self._cpu_prev: dict[int, tuple[float, dict[tuple[int, float], float]]] = {}
         self._rows: list[dict[str, Any]] = []
+        self._host_prev: tuple[float, float] | None = None  # (monotonic s, busy CPU s)
+        self._ncpu = psutil.cpu_count() or 1
         self._notes: set[str] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -127,6 +135,18 @@ class ResourceRecorder:
         return {"ts_ns": ts, "host": t.host, "service": t.service, "pid": t.pid, "n_procs": n,
                 "cpu_pct": pct, "rss_bytes": rss, "threads": threads, "connections": conns}
 
+    def _host_cpu(self, ts: int, now_s: float) -> dict[str, Any]:
+        ct = psutil.cpu_times()
+        busy = sum(ct) - ct.idle - getattr(ct, "iowait", 0.0) - getattr(ct, "steal", 0.0)
+        # guest time is already counted in user and nice (Linux proc(5))
+        busy -= getattr(ct, "guest", 0.0) + getattr(ct, "guest_nice", 0.0)
+        pct = None
+        if self._host_prev is not None and now_s > self._host_prev[0]:
+            pct = max(busy - self._host_prev[1], 0.0) / (now_s - self._host_prev[0]) * 100.0
+        self._host_prev = (now_s, busy)
+        return {"ts_ns": ts, "host": None, "service": HOST_CPU_SERVICE, "pid": None,
+                "n_procs": self._ncpu, "cpu_pct": pct}
+
     def sample(self) -> None:
         """Take one sample of every live target and of the loopback counters now."""
         ts, now_s = self._clock(), time.monotonic()
@@ -138,6 +158,7 @@ class ResourceRecorder:
                 row = None
             if row is not None:
                 self._rows.append(row)
+        self._rows.append(self._host_cpu(ts, now_s))
         lo = psutil.net_io_counters(pernic=True).get("lo")
         if lo is not None:
             self._rows.append({"ts_ns": ts, "host": None, "service": NET_SERVICE, "pid": None,
