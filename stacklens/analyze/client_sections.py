@@ -101,5 +101,50 @@ CLIENT_ROWS = Section(
     absent={"client_server": None},
 )
 
+_STEP_COLS = """count(*) AS issued, sum(ok) AS ok, count(*) - sum(ok) AS failed,
+           sum(ok) * 1.0 / count(*) AS success_rate,
+           percentile_cont(0.50) WITHIN GROUP (ORDER BY dur_s) AS p50_s,
+           percentile_cont(0.95) WITHIN GROUP (ORDER BY dur_s) AS p95_s,
+           max(dur_s) AS max_s"""
+
+CLIENT_STEPS = Section(
+    "client_steps", "Client requests per step (the driver's records)",
+    "Per step, what the client issued and saw: the create call answered 2xx (api_s), the "
+    "resource ACTIVE (create_s, servers only), the delete done (delete_s), and the record's "
+    "outcome ok; times over the steps that succeeded.",
+    f"""
+    WITH c AS (SELECT 'create' AS step, 1 AS o,
+                      CASE WHEN create_http_status BETWEEN 200 AND 299 THEN 1 ELSE 0 END AS ok,
+                      CASE WHEN create_http_status BETWEEN 200 AND 299 THEN api_s END AS dur_s
+               FROM requests WHERE submit_ns IS NOT NULL),
+         a AS (SELECT 'active' AS step, 2 AS o,
+                      CASE WHEN active_ns IS NOT NULL THEN 1 ELSE 0 END AS ok, create_s AS dur_s
+               FROM requests WHERE create_http_status BETWEEN 200 AND 299
+                 AND EXISTS (SELECT 1 FROM requests WHERE create_s IS NOT NULL)),
+         d AS (SELECT 'delete' AS step, 3 AS o,
+                      CASE WHEN gone_ns IS NOT NULL THEN 1 ELSE 0 END AS ok,
+                      CASE WHEN gone_ns IS NOT NULL THEN delete_s END AS dur_s
+               FROM requests WHERE delete_ns IS NOT NULL),
+         r AS (SELECT 'record ok' AS step, 4 AS o,
+                      CASE WHEN outcome = 'ok' THEN 1 ELSE 0 END AS ok,
+                      CAST(NULL AS DOUBLE) AS dur_s FROM requests),
+         u AS (SELECT * FROM c UNION ALL SELECT * FROM a UNION ALL SELECT * FROM d
+               UNION ALL SELECT * FROM r)
+    SELECT step, {_STEP_COLS} FROM u GROUP BY step, o HAVING count(*) > 0 ORDER BY o
+    """,
+    (
+        Column("step", "name", "create (call answered 2xx), active (servers: ACTIVE seen), "
+               "delete (gone seen), record ok (the record's outcome)"),
+        Column("issued", "count", "records that issued the step"),
+        Column("ok", "count", "of them, succeeded"),
+        Column("failed", "count", "issued - ok"),
+        Column("success_rate", "fraction", "ok / issued", "success"),
+        Column("p50_s", "s", "median time of the step, over the ok ones", "p50"),
+        Column("p95_s", "s", "95th percentile, over the ok ones", "p95"),
+        Column("max_s", "s", "slowest ok one", "max"),
+    ),
+    needs=("requests",), absent={"client_steps": []},
+)
+
 #: The client-view sections, in report order.
-CLIENT_SECTIONS = (CLIENT_SUMMARY, CLIENT_ROWS)
+CLIENT_SECTIONS = (CLIENT_STEPS, CLIENT_SUMMARY, CLIENT_ROWS)
