@@ -14,7 +14,11 @@ from stacklens.analyze.build import section_rows
 from stacklens.analyze.client_sections import CLIENT_STEPS
 from stacklens.analyze.db_sections import DB_ERRORS
 from stacklens.analyze.findings import findings
-from stacklens.analyze.neutron_sections import NEUTRON_RETRIES, NEUTRON_RETRY_REQUESTS
+from stacklens.analyze.neutron_sections import (
+    NEUTRON_RETRIES,
+    NEUTRON_RETRY_REQUESTS,
+    NEUTRON_RETRY_SUMMARY,
+)
 from stacklens.ingest.pipeline import ingest
 from stacklens.schema import conform
 
@@ -118,10 +122,24 @@ def test_retry_lines_join_the_driver_records_by_request_or_global_id(tmp_path):
     assert (p1["deadlocks"], p1["retriable"], p1["retries"], p1["retry_limit"]) == (1, 1, 1, 1)
 
 
-def test_a_log_without_retry_lines_has_an_empty_section(tmp_path):
-    ev = _events(tmp_path).filter(pl.col("level") == "INFO")
-    ev = ev.filter(~pl.col("message").str.contains("No more IP"))
-    assert section_rows(_con(events=ev), NEUTRON_RETRIES) == []
+def test_summary_counts_and_says_unknown_where_the_log_cannot_tell(tmp_path):
+    ev = _events(tmp_path)
+    [r] = section_rows(_con(events=ev), NEUTRON_RETRY_SUMMARY)
+    assert (r["neutron_records"], r["debug_records"]) == (9, 5)
+    assert (r["ip_allocation_retries"], r["deadlock_retries"], r["retriable"], r["retries"],
+            r["retry_limit"], r["no_more_ips"]) == (1, 1, 2, 2, 1, 1)
+    assert r["source"] == "neutron-server log at DEBUG"
+    info = ev.filter(pl.col("level") != "DEBUG")  # a log at INFO: retries unknown, not 0
+    [r] = section_rows(_con(events=info), NEUTRON_RETRY_SUMMARY)
+    assert (r["ip_allocation_retries"], r["retries"], r["retry_limit"], r["no_more_ips"]) == (
+        None, None, 1, 1)
+    assert "retries unknown" in r["source"]
+    none = ev.with_columns(service=pl.lit("nova-api"))  # no neutron-server log at all
+    [r] = section_rows(_con(events=none), NEUTRON_RETRY_SUMMARY)
+    assert (r["neutron_records"], r["retry_limit"], r["source"]) == (
+        0, None, "no neutron-server log read: unknown")
+    quiet = info.filter(pl.col("level") == "INFO").filter(~pl.col("message").str.contains("IP"))
+    assert section_rows(_con(events=quiet), NEUTRON_RETRIES) == []
 
 
 def test_client_steps_rates_and_percentiles():

@@ -92,6 +92,57 @@ _LINES = f"""
              OR message LIKE '%No more IP addresses available%'))
 """
 
+_N = "sum(CASE WHEN {} THEN 1 ELSE 0 END)"
+_COLLISION = "what = 'retriable exception' AND detail = 'IP allocation collision'"
+_DEADLOCK = "what = 'retriable exception' AND detail = 'deadlock'"
+
+NEUTRON_RETRY_SUMMARY = Section(
+    "neutron_retry_summary", "Neutron IP allocation retries and deadlocks (neutron-server log)",
+    "One row: what neutron-server's log says of the run's IP allocation collisions, deadlock "
+    "retries and retry limits, and whether it could say it (retries are DEBUG lines: a log "
+    "without DEBUG records leaves them unknown, not zero).",
+    _LINES + f""",
+    s AS (SELECT count(*) AS records,
+                 sum(CASE WHEN level = 'DEBUG' THEN 1 ELSE 0 END) AS debug_records
+          FROM events WHERE service = 'neutron-server'),
+    c AS (SELECT {_N.format(_COLLISION)} AS ip, {_N.format(_DEADLOCK)} AS dl,
+                 {_N.format("what = 'retriable exception'")} AS retriable,
+                 {_N.format("what = 'retry performed'")} AS performed,
+                 {_N.format("what = 'retry limit exceeded'")} AS gave_up,
+                 {_N.format("what = 'no more IP addresses'")} AS full
+          FROM e)
+    SELECT s.records AS neutron_records, coalesce(s.debug_records, 0) AS debug_records,
+           CASE WHEN s.debug_records > 0 THEN coalesce(c.ip, 0) END AS ip_allocation_retries,
+           CASE WHEN s.debug_records > 0 THEN coalesce(c.dl, 0) END AS deadlock_retries,
+           CASE WHEN s.debug_records > 0 THEN coalesce(c.retriable, 0) END AS retriable,
+           CASE WHEN s.debug_records > 0 THEN coalesce(c.performed, 0) END AS retries,
+           CASE WHEN s.records > 0 THEN coalesce(c.gave_up, 0) END AS retry_limit,
+           CASE WHEN s.records > 0 THEN coalesce(c.full, 0) END AS no_more_ips,
+           CASE WHEN s.records = 0 THEN 'no neutron-server log read: unknown'
+                WHEN coalesce(s.debug_records, 0) = 0
+                  THEN 'neutron-server log without DEBUG records: retries unknown'
+                ELSE 'neutron-server log at DEBUG' END AS source
+    FROM s CROSS JOIN c
+    """,
+    (
+        Column("neutron_records", "count", "neutron-server records read", "neutron records"),
+        Column("debug_records", "count", "of them DEBUG (the retry lines' level)",
+               "DEBUG records"),
+        Column("ip_allocation_retries", "count", "retriable exceptions: duplicate "
+               "IpamAllocation (two requests took one address); null: unknown",
+               "IP allocation retries"),
+        Column("deadlock_retries", "count", "retriable exceptions: MySQL deadlock (1213); "
+               "null: unknown", "deadlock retries"),
+        Column("retriable", "count", "retriable exceptions of every cause; null: unknown"),
+        Column("retries", "count", "'Performing DB retry' records; null: unknown"),
+        Column("retry_limit", "count", "'DB exceeded retry limit' (ERROR): requests that gave "
+               "up", "gave up"),
+        Column("no_more_ips", "count", "'No more IP addresses available' (the subnet full)",
+               "no more IPs"),
+        Column("source", "text", "what the counts rest on"),
+    ),
+)
+
 NEUTRON_RETRIES = Section(
     "neutron_retries", "Neutron IP allocation and database retries (neutron-server log)",
     "neutron-server's retry lines per cause (IP allocation collision, deadlock ...) and "
@@ -156,4 +207,5 @@ NEUTRON_RETRY_REQUESTS = Section(
 )
 
 #: The neutron sections, in report order.
-NEUTRON_SECTIONS: tuple[Section, ...] = (NEUTRON_RETRIES, NEUTRON_RETRY_REQUESTS)
+NEUTRON_SECTIONS: tuple[Section, ...] = (NEUTRON_RETRY_SUMMARY, NEUTRON_RETRIES,
+                                         NEUTRON_RETRY_REQUESTS)
