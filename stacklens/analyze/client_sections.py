@@ -2,6 +2,8 @@
 the server traces by the request id the client sent (global request id) or the one nova
 returned. Runs without client records have ``"client_server": null`` in the report.
 
+``create_s`` is the create as the client saw it: POST to ACTIVE, or, for workloads whose create
+is synchronous (``create_ports``: no record has a ``create_s``), the call itself (``api_s``).
 ``before_server_s``: client submit to the first server record (connection pool, network,
 nova-api queue); ``polling_delay_s``: server completion to ACTIVE seen by the client. Deletes:
 the client's ``delete_s`` (DELETE issued to DELETED/404 seen) beside the server's (to the last
@@ -21,7 +23,9 @@ _DONE = "(" + ", ".join(f"'{o}'" for o in DONE_OUTCOMES) + ")"
 _CLIENT_JOIN = """
     WITH r AS (SELECT * FROM requests WHERE create_http_status IS NOT NULL),
          j AS (
-           SELECT r.name, r.server_id, r.outcome AS client_outcome, r.api_s, r.create_s,
+           SELECT r.name, r.server_id, r.outcome AS client_outcome, r.api_s,
+                  CASE WHEN (SELECT count(create_s) FROM requests) > 0 THEN r.create_s
+                       ELSE r.api_s END AS create_s,
                   r.submit_ns, r.active_ns,
                   coalesce(g.trace_id, q.trace_id) AS trace_id,
                   coalesce(g.outcome, q.outcome) AS server_outcome,
