@@ -260,3 +260,16 @@ def test_lab_neutron_boot_with_ports_traced(tmp_path):
         assert len(rows) == n and all(k >= 1 for _, k in rows), rows
     finally:
         _cli("down", "--dir", str(root), timeout_s=300)
+
+
+def test_green_context_server_patches_eventlet_before_neutron(tmp_path):
+    npy = nt.NeutronPython("/x/bin/python", {"prefix": "/x", "scripts": "/x/bin", "versions": {},
+                                            "resource_versions": {}})
+    paths = LabPaths(tmp_path)
+    assert list(nt.server(paths, npy).argv)[0] == "/x/bin/neutron-server"
+    argv = list(nt.server(paths, npy, green_context=True).argv)
+    assert argv[:2] == ["/x/bin/python", "-c"] and argv[3] == "--config-file"
+    code = argv[2]
+    assert code.index("eventlet.monkey_patch()") < code.index("from neutron")
+    spec = LabSpec(root=tmp_path, python="py", neutron_python="npy", neutron_green_context=True)
+    assert LabSpec.from_json(spec.to_json()) == spec
