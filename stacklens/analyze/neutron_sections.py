@@ -35,7 +35,9 @@ surroundings changing since neutron-lib 1.x / oslo.db 4.x):
   ``neutron_lib/exceptions`` and ``neutron/ipam/exceptions.py``, in the API's ``POST failed
   (client error): ...`` line): the subnet is full, a 409 that is not retried.
 
-The wording was read in the installed sources of the lab's neutron venv; lines of other
+Counts are over the run's ``events`` (``stacklens run`` ingests its window with 60 s on each
+side, so back-to-back runs share their edges); the per-request section counts only the lines
+that name one of the run's own requests. The wording was read in the installed sources of the lab's neutron venv; lines of other
 releases that word it otherwise are not counted (counts are then 0, never guessed).
 
 Request ids: neutron-server 26 under eventlet logs many records with the context of another
