@@ -134,6 +134,8 @@ class LabSpec:
     ports: Ports = field(default_factory=Ports)
     # --neutron (issue 13): interpreter with neutron 26.x; "" = the loopback stand-in
     neutron_python: str = ""
+    # --neutron-green-context: neutron-server with oslo.context's store green-local
+    neutron_green_context: bool = False
 
     def to_json(self) -> dict:
         """A JSON-safe dict (``lab.json``)."""

@@ -202,7 +202,8 @@ def _services(spec: LabSpec, paths: LabPaths, scripts: Path, say: Say,
         _own_python(), "-m", "stacklens_lab.neutron_standin", "--port", str(p.neutron),
         "--log", str(paths.log(CONTROLLER, "neutron", "neutron-standin"))]), f"{p.neutron}/")
     if npy is not None:  # --neutron: the real neutron-server on the stand-in's port
-        neutron = (nt.server(paths, npy), f"{p.neutron}/v2.0/networks")
+        neutron = (nt.server(paths, npy, spec.neutron_green_context),
+                   f"{p.neutron}/v2.0/networks")
     nova_files = "api-paste.ini;nova.conf;nova-db.conf;nova-api.conf"
     apis = [
         (_gunicorn("placement-api", "placement_api", p.placement, spec, paths, scripts,

@@ -194,10 +194,28 @@ def schema_job(paths: LabPaths, npy: NeutronPython,
     return lambda: run(argv, paths, "neutron-db-manage upgrade heads")
 
 
-def server(paths: LabPaths, npy: NeutronPython) -> sv.ProcSpec:
-    """The neutron-server process (ready when ``GET /v2.0/networks`` answers)."""
-    return sv.ProcSpec("neutron-server", [str(npy.scripts / "neutron-server"),
-                                          *_conf_args(paths)])
+#: ``neutron-server``'s console script with ``eventlet.monkey_patch()`` first (see
+#: :func:`server`); neutron's own ``monkey_patch()`` then finds eventlet patched already and
+#: only configures pyroute2, as it would.
+GREEN_SERVER = ("import sys, eventlet; eventlet.monkey_patch(); "
+                "from neutron.cmd.eventlet.server import main; sys.argv[0] = 'neutron-server'; "
+                "sys.exit(main())")
+
+
+def server(paths: LabPaths, npy: NeutronPython, green_context: bool = False) -> sv.ProcSpec:
+    """The neutron-server process (ready when ``GET /v2.0/networks`` answers).
+
+    Stock (the console script ``neutron-server``): ``neutron/cmd/eventlet/__init__.py`` calls
+    ``neutron/common/eventlet_utils.monkey_patch()``, whose module imported ``oslo_log`` and
+    with it ``oslo_context`` first: oslo.context's ``_request_store`` is then a real
+    ``threading.local`` that every green thread shares, and a record carries the context of the
+    request that stored one last (measured: stacklens's finding ``request_id_reuse``).
+    ``green_context``: the same ``main()`` run after ``eventlet.monkey_patch()``
+    (:data:`GREEN_SERVER`), so that the store is green-thread-local and each request logs its
+    own ids: what neutron logs when its patching comes first."""
+    head = ([npy.python, "-c", GREEN_SERVER] if green_context
+            else [str(npy.scripts / "neutron-server")])
+    return sv.ProcSpec("neutron-server", [*head, *_conf_args(paths)])
 
 
 def agent_name(host: str) -> str:

@@ -122,7 +122,7 @@ def test_sections_declare_absent_rows_and_run_on_empty_tables():
     import duckdb
 
     con = duckdb.connect(":memory:")
-    for t in ("messages", "events", "spans", "traces"):
+    for t in ("messages", "events", "spans", "traces", "requests"):
         empty = pl.DataFrame(schema=TABLES[t])  # noqa: F841 - read by DuckDB by name
         con.execute(f"CREATE TABLE {t} AS SELECT * FROM empty")
     for s in BROKER_SECTIONS:

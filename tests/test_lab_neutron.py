@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -187,3 +188,88 @@ def test_lab_neutron_port_storm(tmp_path):
             assert c["received"]["q-agent-notifier-l2population-update"]["add_fdb_entries"] > 0
     finally:
         _cli("down", "--dir", str(root), timeout_s=300)
+
+
+BOOT = """\
+name: boot-ports
+workload:
+  boot_servers:
+    count: {n}
+    flavor: lab.tiny
+    image: stacklens-lab-image
+    network: {net}
+    concurrency: {n}
+    phases:
+      active: {{timeout_s: 300}}
+      delete: {{enabled: true, when: each, timeout_s: 300}}
+"""
+
+
+@pytest.mark.lab
+def test_lab_neutron_boot_with_ports_traced(tmp_path):
+    """Servers booted on a neutron network: nova-compute's calls to neutron-server join the
+    server.create traces as neutron-server spans (global request id), and neutron's
+    network-vif-plugged events reach nova-api (the stand-ins set the ports ACTIVE)."""
+    import asyncio
+
+    import duckdb
+
+    from stacklens.drive.client import Connection
+    from stacklens.drive.scenario import parse_scenario
+    from stacklens.drive.session import run_scenario
+    from stacklens.pipeline import analyze_logs
+    from stacklens.store import RunStore
+    from stacklens_lab.services import port_open
+
+    py, npy = _pythons()
+    base_port, n = PORT_BASE + 400, 4
+    if any(port_open(p) for p in Ports(base_port).all().values()):
+        pytest.skip(f"lab ports {base_port}+ are in use")
+    root = tmp_path / "lab"
+    r = _cli("up", "--computes", str(K_COMPUTES), "--dir", str(root), "--python", py,
+             "--neutron", "--neutron-python", npy, "--port-base", str(base_port),
+             "--workers", "1")
+    try:
+        assert r.returncode == 0, f"lab up --neutron failed:\n{r.stderr[-4000:]}"
+        p = Ports(base_port)
+        neutron = f"http://127.0.0.1:{p.neutron}"
+        net = _api("POST", f"{neutron}/v2.0/networks",
+                   {"network": {"name": "boot-net", "shared": True}})[0]["network"]
+        _api("POST", f"{neutron}/v2.0/subnets", {"subnet": {
+            "network_id": net["id"], "ip_version": 4, "cidr": "10.79.0.0/24"}})
+        conn = Connection(f"http://127.0.0.1:{p.nova_api}/v2.1", "admin:admin",
+                          network_endpoint=neutron)
+        res = asyncio.run(run_scenario(parse_scenario(BOOT.format(n=n, net=net["id"])), conn,
+                                       tmp_path / "run"))
+        recs = res.summary.records
+        assert len(recs) == n and {x.outcome for x in recs} == {"ok"}, [x.error for x in recs]
+        nova_api = (root / "logs/controller/var/log/nova/nova-api.log").read_text()
+        plugged = set(re.findall(r"Creating event network-vif-plugged:\S+ for instance "
+                                 r"([0-9a-f-]{36})", nova_api))
+        assert {x.server_id for x in recs} <= plugged
+        store = RunStore(tmp_path / "an")
+        analyze_logs(store, [str(root / "logs")], html=False)
+        con = duckdb.connect()
+        t = store.tables_dir
+        rows = con.execute(f"""
+            SELECT t.trace_id, count(s.span_id) AS neutron_spans
+            FROM read_parquet('{t}/traces.parquet') t
+            JOIN read_parquet('{t}/spans.parquet') s
+              ON s.trace_id = t.trace_id AND s.service = 'neutron-server'
+            WHERE t.operation = 'server.create' GROUP BY t.trace_id""").fetchall()
+        assert len(rows) == n and all(k >= 1 for _, k in rows), rows
+    finally:
+        _cli("down", "--dir", str(root), timeout_s=300)
+
+
+def test_green_context_server_patches_eventlet_before_neutron(tmp_path):
+    npy = nt.NeutronPython("/x/bin/python", {"prefix": "/x", "scripts": "/x/bin", "versions": {},
+                                            "resource_versions": {}})
+    paths = LabPaths(tmp_path)
+    assert list(nt.server(paths, npy).argv)[0] == "/x/bin/neutron-server"
+    argv = list(nt.server(paths, npy, green_context=True).argv)
+    assert argv[:2] == ["/x/bin/python", "-c"] and argv[3] == "--config-file"
+    code = argv[2]
+    assert code.index("eventlet.monkey_patch()") < code.index("from neutron")
+    spec = LabSpec(root=tmp_path, python="py", neutron_python="npy", neutron_green_context=True)
+    assert LabSpec.from_json(spec.to_json()) == spec

@@ -57,3 +57,30 @@ def test_success_retried_failed_unknown_rejected(tmp_path: Path):
     assert got["5"]["outcome"] == "rejected"
     assert got["6"]["outcome"] == "failed" and got["6"]["error"].startswith("HTTP 500")
     assert got["1"]["end_exact"] and not got["4"]["end_exact"]
+
+
+def test_downstream_api_calls_name_neither_the_operation_nor_its_outcome(tmp_path: Path):
+    """nova-api and nova-compute call neutron with their request id as the global request id
+    (Pike on): neutron's access lines join the server create's trace, earlier than nova-api's
+    own (it answers last) and with their own statuses (nova's floating-IP lookup answers 404).
+    The trace stays ``server.create``, judged by nova-api's 202 and the build."""
+    rid = R.format(n=1)
+    neu = [f"req-{i}2222222-2222-4222-8222-222222222222" for i in range(3)]
+
+    def neutron(i: int, t: str, status: int, method: str, path: str) -> str:
+        return (f"2026-01-10 10:00:{t} 500 INFO neutron.api.wsgi [{rid} {neu[i]} - p - - -] "
+                f'127.0.0.1 "{method} {path} HTTP/1.1" status: {status}  len: 10 '
+                "time: 0.0100000\n")
+
+    api_log = api(1, "01.000", 202)  # started 00.800 (time 0.2)
+    cpu1 = cpu(1, "03.000", "INFO", "Took 1.00 seconds to build instance.")
+    d = tmp_path / "ctl" / "var" / "log" / "neutron"
+    d.mkdir(parents=True)
+    (d / "neutron-server.log").write_text(
+        neutron(0, "00.900", 200, "GET", "/v2.0/networks?id=x")
+        + neutron(1, "02.000", 200, "PUT", "/v2.0/ports/x")
+        + neutron(2, "02.500", 404, "GET", "/v2.0/floatingips?port_id=x"))
+    [t] = run(tmp_path, api_log, {"cpu1": cpu1}).iter_rows(named=True)
+    assert (t["trace_id"], t["operation"], t["outcome"], t["http_status"]) == (
+        rid, "server.create", "success", 202)
+    assert "neutron-server" in t["services"]

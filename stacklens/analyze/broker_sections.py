@@ -194,6 +194,57 @@ LOGS_VS_BROKER = Section(
     needs=(*_NEEDS, "events"), absent={"broker_vs_logs": []},
 )
 
+PER_CREATE = Section(
+    "broker_per_create", "Messages per resource created / deleted (broker capture, run phases)",
+    "Calls, casts and fan-outs (replies left out) per method in the create phase (the run's "
+    "first create sent to its first delete sent) and the delete phase (first delete sent to "
+    "the end of the capture), published and delivered, and per create answered 2xx / per "
+    "delete done. A fanout is delivered once per bound queue: per agent for neutron's "
+    "fan-outs. Phases overlap nothing only when the run deletes after all creates "
+    "(create_ports' delete when: all); '(all)' rows are the phase's totals.",
+    """
+    WITH b AS (SELECT min(submit_ns) AS t0, min(delete_ns) AS t1,
+                      sum(CASE WHEN create_http_status BETWEEN 200 AND 299 THEN 1 ELSE 0 END)
+                        AS creates,
+                      sum(CASE WHEN gone_ns IS NOT NULL THEN 1 ELSE 0 END) AS deletes
+               FROM requests),
+    e AS (SELECT max(ts_ns) + 1 AS t2 FROM messages),
+    m AS (SELECT CASE WHEN b.t1 IS NULL OR m.ts_ns < b.t1 THEN 'create' ELSE 'delete' END
+                   AS phase, coalesce(m.method, '(none)') AS method, m.kind,
+                 CASE WHEN m.direction = 'publish' THEN 1 ELSE 0 END AS pub,
+                 CASE WHEN m.direction = 'deliver' THEN 1 ELSE 0 END AS dlv,
+                 b.creates, b.deletes
+          FROM messages m CROSS JOIN b CROSS JOIN e
+          WHERE m.kind <> 'reply' AND m.ts_ns >= b.t0 AND m.ts_ns < e.t2),
+    g AS (SELECT phase, method, kind, sum(pub) AS published, sum(dlv) AS delivered,
+                 max(CASE WHEN phase = 'create' THEN creates ELSE deletes END) AS n
+          FROM m GROUP BY phase, method, kind
+          UNION ALL
+          SELECT phase, '(all)', '', sum(pub), sum(dlv),
+                 max(CASE WHEN phase = 'create' THEN creates ELSE deletes END)
+          FROM m GROUP BY phase)
+    SELECT phase, method, kind, published, delivered, n AS requests,
+           CASE WHEN n > 0 THEN published * 1.0 / n END AS published_per_request,
+           CASE WHEN n > 0 THEN delivered * 1.0 / n END AS delivered_per_request
+    FROM g ORDER BY phase, CASE WHEN method = '(all)' THEN 0 ELSE 1 END, delivered DESC,
+             published DESC, method, kind
+    """,
+    (
+        Column("phase", "name", "create (first create to first delete sent) or delete"),
+        Column("method", "name", "RPC method; (all): the phase's total"),
+        Column("kind", "name", "call, cast, fanout, notification, unknown"),
+        Column("published", "count", "messages published in the phase"),
+        Column("delivered", "count", "deliveries to consumers in the phase"),
+        Column("requests", "count", "creates answered 2xx (create phase), deletes done "
+               "(delete phase)"),
+        Column("published_per_request", "count", "published / requests (a ratio)",
+               "published per request"),
+        Column("delivered_per_request", "count", "delivered / requests (a ratio)",
+               "delivered per request"),
+    ),
+    needs=(*_NEEDS, "requests"), absent={"broker_per_create": []},
+)
+
 #: The broker sections, in report order.
-BROKER_SECTIONS: tuple[Section, ...] = (BY_METHOD, LOGS_VS_BROKER, PER_REQUEST, FANOUT,
-                                        PER_SECOND, PERIODIC)
+BROKER_SECTIONS: tuple[Section, ...] = (BY_METHOD, LOGS_VS_BROKER, PER_CREATE, PER_REQUEST,
+                                        FANOUT, PER_SECOND, PERIODIC)

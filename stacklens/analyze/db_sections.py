@@ -116,6 +116,30 @@ DB_TOP = Section(
     needs=("db_digests",), absent={"db_top_digests": []},
 )
 
+DB_ERRORS = Section(
+    "db_errors", "Statements that ended in an error, per schema",
+    "Statement digests with errors during the run (duplicate keys, deadlocks, lock wait "
+    "timeouts ... performance_schema counts the error, not its code): neutron's IP "
+    "allocation collisions show as errors of INSERT INTO ipamallocations.",
+    _DELTA + """
+    SELECT schema, kind, substring(digest_text, 1, 300) AS statement, count_star AS calls,
+           sum_errors AS errors, sum_lock_time_s AS lock_time_s, sum_timer_wait_s AS time_s
+    FROM dl WHERE sum_errors > 0
+    ORDER BY sum_errors DESC, schema, digest LIMIT 25
+    """,
+    (
+        Column("schema", "name", "default database"),
+        Column("kind", "name", "select, insert, update, delete or other"),
+        Column("statement", "text", "normalized statement text (literals as ?)"),
+        Column("calls", "count", "times executed"),
+        Column("errors", "count", "calls that ended in an error"),
+        Column("lock_time_s", "s", "time waiting for locks (performance_schema SUM_LOCK_TIME)",
+               "lock time"),
+        Column("time_s", "s", "total server time", "time"),
+    ),
+    needs=("db_digests",), absent={"db_errors": []},
+)
+
 _PIVOT = """
     WITH p AS (SELECT ts_ns,
         max(CASE WHEN metric = 'Innodb_deadlocks' THEN value END) AS deadlocks,
@@ -272,5 +296,5 @@ DB_RETRY_REQUESTS = Section(
 )
 
 #: The database sections, in report order.
-DB_SECTIONS = (DB_SUMMARY, DB_CUID, DB_TOP, DB_THREADS, DB_LOCK_TIMELINE, DB_RETRIES,
+DB_SECTIONS = (DB_SUMMARY, DB_CUID, DB_TOP, DB_ERRORS, DB_THREADS, DB_LOCK_TIMELINE, DB_RETRIES,
                DB_RETRY_REQUESTS)

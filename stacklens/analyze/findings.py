@@ -23,6 +23,7 @@ from typing import Any
 
 import duckdb
 
+from stacklens.analyze.findings_ids import REQUEST_ID_REUSE_SQL, request_id_reuse
 from stacklens.vocab import DONE_OUTCOMES, ERROR_LEVELS
 
 __all__ = ["RULES", "Rule", "findings"]
@@ -556,6 +557,7 @@ RULES: tuple[Rule, ...] = (
     Rule("unknown_outcomes", ("traces",), UNKNOWN_SQL, unknown_outcomes),
     Rule("clock_offsets", ("clock_offsets",), CLOCKS_SQL, clock_offsets),
     Rule("ingest_problems", ("ingest_stats",), INGEST_SQL, ingest_problems),
+    Rule("request_id_reuse", ("events",), REQUEST_ID_REUSE_SQL, request_id_reuse),
 )
 
 

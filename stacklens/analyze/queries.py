@@ -39,6 +39,7 @@ from stacklens.analyze.client_sections import CLIENT_SECTIONS
 from stacklens.analyze.config_sections import CONFIG_SECTIONS  # config advice (issue 8)
 from stacklens.analyze.db_sections import DB_SECTIONS
 from stacklens.analyze.ingest_sections import INGEST_SECTIONS
+from stacklens.analyze.neutron_sections import NEUTRON_SECTIONS  # issue 13
 from stacklens.analyze.resource_sections import RESOURCE_SECTIONS
 from stacklens.analyze.section import Column, Rows, Section
 from stacklens.vocab import DONE_OUTCOMES, ERROR_LEVELS, OUTCOMES, RPC_SENDS
@@ -417,7 +418,8 @@ HOSTS = Section(
 SECTIONS: tuple[Section, ...] = (
     SUMMARY, COMPONENTS, TIMELINE, OPERATIONS, WATERFALLS, FAILED, SLOWEST, ERRORS,
     *CLIENT_SECTIONS, PHASES, LOCKS, RPC, CLOCKS, HOSTS, *INGEST_SECTIONS,
-    *BROKER_SECTIONS, *DB_SECTIONS, *RESOURCE_SECTIONS,  # issue 8: broker, database, resources
+    *BROKER_SECTIONS, *DB_SECTIONS, *NEUTRON_SECTIONS,  # issues 8, 13
+    *RESOURCE_SECTIONS,
     *CONFIG_SECTIONS,
 )
 if len({s.name for s in SECTIONS}) != len(SECTIONS):  # pragma: no cover - a declaration error

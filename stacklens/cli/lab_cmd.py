@@ -68,6 +68,11 @@ def up_cmd(
     neutron_python: str | None = typer.Option(
         None, "--neutron-python", envvar="STACKLENS_LAB_NEUTRON_PYTHON",
         help="Interpreter with neutron 26.x (see .ci/lab-neutron-setup.sh); with --neutron."),
+    neutron_green_context: bool = typer.Option(
+        False, "--neutron-green-context",
+        help="Start neutron-server with eventlet patched before oslo.context is imported, so "
+        "each request logs its own request id (stock neutron-server 26 shares one context "
+        "store between green threads); with --neutron."),
     # --- end lab up --neutron ---
 ) -> None:
     """Check dependencies, write configs, start every service, wait for K computes."""
@@ -77,7 +82,7 @@ def up_cmd(
     npy = os.path.abspath(neutron_python) if neutron and neutron_python else ""
     spec = LabSpec(root=_root(lab_dir), python=lab_python(python), computes=computes,
                    workers=workers, scheduler_spread=scheduler_spread, ports=Ports(port_base),
-                   neutron_python=npy)
+                   neutron_python=npy, neutron_green_context=neutron_green_context)
     state = up(spec, say=_say)
     p = spec.ports
     _say(f"lab: up in {state['timings_s']['total']:.1f} s with {computes} computes "

@@ -241,6 +241,12 @@ def _generic(report: dict[str, Any], decls: list[Decl], top: int) -> list[Render
         cols, rows = cells(d, data)
         if not rows:
             continue
+        if len(rows) == 1 and len(cols) > 5:  # one wide row: a measure / value column pair
+            out.append(_table(
+                str(d.get("title") or d["name"]), ["measure", "value"],
+                [[str(c.get("label") or c["name"]), _cell(v, str(c.get("unit")))]
+                 for v, c in zip(rows[0], cols, strict=True)], {1}, wrap={1}))
+            continue
         shown = rows[:top]
         out.append(_table(
             str(d.get("title") or d["name"]), [str(c.get("label") or c["name"]) for c in cols],

@@ -100,10 +100,32 @@ def _operation(method: pl.Expr, norm: pl.Expr) -> pl.Expr:
     return expr
 
 
+def _root_requests(tev: pl.DataFrame) -> pl.DataFrame:
+    """Per trace, the request id of its root API request: the access line whose request id is
+    the trace's, else the one that started first (its time minus its duration). A trace holds
+    the API lines of the calls its request made downstream too (nova-api's and nova-compute's
+    calls to neutron and placement carry the caller's global request id, Pike on): those name
+    neither the operation nor its HTTP outcome (a 404 of nova's floating-IP lookup does not
+    reject the server create)."""
+    api = tev.filter(pl.col("http_status").is_not_null() & pl.col("request_id").is_not_null())
+    start = pl.col("ts_ns") - (pl.col("http_dur_s").fill_null(0.0) * 1e9).cast(pl.Int64)
+    return (
+        api.with_columns(_own=(pl.col("request_id") != pl.col("trace_id")).cast(pl.Int8),
+                         _start=start)
+        .sort(["trace_id", "_own", "_start", "ts_ns"])
+        .group_by("trace_id", maintain_order=True)
+        .agg(pl.col("request_id").first().alias("_root_rid"))
+    )
+
+
 def _base(tev: pl.DataFrame) -> pl.DataFrame:
     """Per-trace facts that do not need the markers."""
     is_err = pl.col("level").is_in(ERROR_LEVELS) & pl.col("synthetic").not_()
-    api_line = pl.col("http_status").is_not_null()
+    tev = tev.join(_root_requests(tev), on="trace_id", how="left")
+    # the root request's API lines (server and client side); traces whose API lines carry no
+    # request id keep every API line, as before
+    api_line = pl.col("http_status").is_not_null() & (
+        pl.col("_root_rid").is_null() | (pl.col("request_id") == pl.col("_root_rid")))
     server_api = api_line & ~is_client()
     t = (
         tev.group_by("trace_id", maintain_order=True)
