@@ -119,14 +119,17 @@ async def run_scenario(
             driver = wl.driver(plan, client, writer, clock=clock, prober=prober,
                                on_tick=on_tick)
             summary = await driver.run()
-    checks = evaluate_sla(summary.records, scn.sla, duration=wl.sla_duration)
+    checks = evaluate_sla(summary.records, scn.sla, duration=wl.sla_value)
+    summary_d = summarize(summary.records, wl.durations)
+    if parts := wl.groups(summary.records):  # mixed: one summary per part as well
+        summary_d["parts"] = {k: summarize(recs, durs) for k, (recs, durs) in parts.items()}
     store.write({"requests": to_frame(summary.records)})
     run_info.update(
         state="interrupted" if summary.interrupted else "finished",
         started_ns=summary.started_ns, ended_ns=summary.ended_ns,
         stats=dataclasses.asdict(summary.stats), calls=summary.calls,
         leftovers=summary.leftovers, errors=summary.errors[:100],
-        summary=summarize(summary.records, wl.durations),
+        summary=summary_d,
         sla=[dataclasses.asdict(x) for x in checks],
     )
     store.write_section("run", run_info)

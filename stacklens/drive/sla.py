@@ -18,7 +18,7 @@ into :class:`~stacklens.errors.SlaBreach` (exit code 3).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from stacklens.drive.records import RecordOutcome, RequestRecord
@@ -57,9 +57,11 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def evaluate_sla(records: Iterable[RequestRecord], sla: Sla,
-                 duration: str = "create_s") -> list[SlaCheck]:
+                 duration: str | Callable[[RequestRecord], float | None] = "create_s"
+                 ) -> list[SlaCheck]:
     """The checks ``sla`` asks for, in the order success_rate, p95_s. ``duration`` is the record
-    property (seconds) ``p95_s`` limits, over records ok (the workload's ``sla_duration``).
+    property (seconds) ``p95_s`` limits, over records ok (the workload's ``sla_duration``), or
+    a function of the record giving those seconds (the workload's ``sla_value``).
     Cancelled records count as not successful; no records give value None, check failed."""
     recs = list(records)
     ok = RecordOutcome.OK
@@ -69,7 +71,9 @@ def evaluate_sla(records: Iterable[RequestRecord], sla: Sla,
         out.append(SlaCheck("success_rate", sla.success_rate, rate,
                             rate is not None and rate >= sla.success_rate))
     if sla.p95_s is not None:
+        name = duration
+        value = (lambda r: getattr(r, name)) if isinstance(name, str) else name
         p95 = percentile([v for r in recs if r.outcome == ok
-                          and (v := getattr(r, duration)) is not None], 0.95)
+                          and (v := value(r)) is not None], 0.95)
         out.append(SlaCheck("p95_s", sla.p95_s, p95, p95 is not None and p95 <= sla.p95_s))
     return out

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from stacklens.drive.clock import Clock
     from stacklens.drive.pacer import DriveStats, DriveSummary
     from stacklens.drive.reach import Prober
-    from stacklens.drive.records import RecordWriter
+    from stacklens.drive.records import RecordWriter, RequestRecord
     from stacklens.drive.scenario import Scenario
 
 __all__ = [
@@ -47,7 +47,8 @@ __all__ = [
 
 #: Modules that register the shipped workload types, imported on first use of the registry.
 BUILTIN_MODULES: tuple[str, ...] = ("stacklens.drive.boot_servers",
-                                    "stacklens.drive.create_ports")
+                                    "stacklens.drive.create_ports",
+                                    "stacklens.drive.mixed")
 
 
 class DuplicateWorkload(ValueError):
@@ -125,6 +126,18 @@ class Workload(ABC):
                clock: Clock | None = None, prober: Prober | None = None,
                on_tick: Callable[[DriveStats], None] | None = None) -> Runner:
         """The runner of ``plan`` (as :meth:`plan` returned it), writing to ``writer``."""
+
+    def sla_value(self, rec: RequestRecord) -> float | None:
+        """Seconds the SLA's ``p95_s`` limits for ``rec``: its ``sla_duration`` property
+        (``mixed`` takes it from the record's part)."""
+        value: float | None = getattr(rec, self.sla_duration)
+        return value
+
+    def groups(self, records: list[RequestRecord]
+               ) -> dict[str, tuple[list[RequestRecord], tuple[str, ...]]]:
+        """Records per part (label -> (records, durations)) for a workload made of parts,
+        summarized per part in the manifest; ``{}`` (the default) for the others."""
+        return {}
 
 
 _REGISTRY: dict[str, type[Workload]] = {}
