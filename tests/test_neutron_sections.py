@@ -204,3 +204,18 @@ def test_request_id_reuse_finding():
     assert "8 of 26 access lines" in f["text"]
     ok = _con(events=pl.DataFrame([acc(f"req-{i}") for i in range(20)] + [acc("req-0")]))
     assert not [f for f in findings(ok, {"events"}) if f["rule"] == "request_id_reuse"]
+
+
+def test_client_steps_split_per_part_of_a_mixed_run():
+    mixed = pl.concat([
+        _requests(scenario=["mix/create_ports"] * 3),
+        _requests(scenario=["mix/boot_servers"] * 3, name=["s0", "s1", "s2"],
+                  create_s=[30.0, None, None], active_ns=[T0 + 30 * 10**9, None, None]),
+    ], how="diagonal_relaxed")
+    rows = section_rows(_con(requests=mixed), CLIENT_STEPS)
+    got = [(r["scenario"], r["step"], r["issued"], r["ok"]) for r in rows]
+    assert got == [
+        ("mix/boot_servers", "create", 3, 2), ("mix/boot_servers", "active", 2, 1),
+        ("mix/boot_servers", "delete", 2, 1), ("mix/boot_servers", "record ok", 3, 2),
+        ("mix/create_ports", "create", 3, 2),  # no ACTIVE step for the ports' part
+        ("mix/create_ports", "delete", 2, 1), ("mix/create_ports", "record ok", 3, 2)]

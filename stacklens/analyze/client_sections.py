@@ -3,7 +3,9 @@ the server traces by the request id the client sent (global request id) or the o
 returned. Runs without client records have ``"client_server": null`` in the report.
 
 ``create_s`` is the create as the client saw it: POST to ACTIVE, or, for workloads whose create
-is synchronous (``create_ports``: no record has a ``create_s``), the call itself (``api_s``).
+is synchronous (``create_ports``: no record has a ``create_s``), the call itself (``api_s``);
+decided per ``scenario`` value, so that a ``mixed`` run's parts (``<name>/<part>``) each get
+theirs. ``client_steps`` has one group of rows per ``scenario`` value (one for a plain run).
 ``before_server_s``: client submit to the first server record (connection pool, network,
 nova-api queue); ``polling_delay_s``: server completion to ACTIVE seen by the client. Deletes:
 the client's ``delete_s`` (DELETE issued to DELETED/404 seen) beside the server's (to the last
@@ -24,8 +26,9 @@ _CLIENT_JOIN = """
     WITH r AS (SELECT * FROM requests WHERE create_http_status IS NOT NULL),
          j AS (
            SELECT r.name, r.server_id, r.outcome AS client_outcome, r.api_s,
-                  CASE WHEN (SELECT count(create_s) FROM requests) > 0 THEN r.create_s
-                       ELSE r.api_s END AS create_s,
+                  CASE WHEN (SELECT count(x.create_s) FROM requests x
+                             WHERE x.scenario IS NOT DISTINCT FROM r.scenario) > 0
+                       THEN r.create_s ELSE r.api_s END AS create_s,
                   r.submit_ns, r.active_ns,
                   coalesce(g.trace_id, q.trace_id) AS trace_id,
                   coalesce(g.outcome, q.outcome) AS server_outcome,
@@ -115,28 +118,33 @@ CLIENT_STEPS = Section(
     "client_steps", "Client requests per step (the driver's records)",
     "Per step, what the client issued and saw: the create call answered 2xx (api_s), the "
     "resource ACTIVE (create_s, servers only), the delete done (delete_s), and the record's "
-    "outcome ok; times over the steps that succeeded.",
+    "outcome ok; times over the steps that succeeded. One group per scenario (a mixed run's "
+    "parts: <name>/<part>).",
     f"""
-    WITH c AS (SELECT 'create' AS step, 1 AS o,
+    WITH c AS (SELECT scenario, 'create' AS step, 1 AS o,
                       CASE WHEN create_http_status BETWEEN 200 AND 299 THEN 1 ELSE 0 END AS ok,
                       CASE WHEN create_http_status BETWEEN 200 AND 299 THEN api_s END AS dur_s
                FROM requests WHERE submit_ns IS NOT NULL),
-         a AS (SELECT 'active' AS step, 2 AS o,
+         a AS (SELECT scenario, 'active' AS step, 2 AS o,
                       CASE WHEN active_ns IS NOT NULL THEN 1 ELSE 0 END AS ok, create_s AS dur_s
-               FROM requests WHERE create_http_status BETWEEN 200 AND 299
-                 AND EXISTS (SELECT 1 FROM requests WHERE create_s IS NOT NULL)),
-         d AS (SELECT 'delete' AS step, 3 AS o,
+               FROM requests q WHERE create_http_status BETWEEN 200 AND 299
+                 AND EXISTS (SELECT 1 FROM requests x WHERE x.create_s IS NOT NULL
+                             AND x.scenario IS NOT DISTINCT FROM q.scenario)),
+         d AS (SELECT scenario, 'delete' AS step, 3 AS o,
                       CASE WHEN gone_ns IS NOT NULL THEN 1 ELSE 0 END AS ok,
                       CASE WHEN gone_ns IS NOT NULL THEN delete_s END AS dur_s
                FROM requests WHERE delete_ns IS NOT NULL),
-         r AS (SELECT 'record ok' AS step, 4 AS o,
+         r AS (SELECT scenario, 'record ok' AS step, 4 AS o,
                       CASE WHEN outcome = 'ok' THEN 1 ELSE 0 END AS ok,
                       CAST(NULL AS DOUBLE) AS dur_s FROM requests),
          u AS (SELECT * FROM c UNION ALL SELECT * FROM a UNION ALL SELECT * FROM d
                UNION ALL SELECT * FROM r)
-    SELECT step, {_STEP_COLS} FROM u GROUP BY step, o HAVING count(*) > 0 ORDER BY o
+    SELECT scenario, step, {_STEP_COLS} FROM u GROUP BY scenario, step, o
+    HAVING count(*) > 0 ORDER BY scenario NULLS FIRST, o
     """,
     (
+        Column("scenario", "name", "the records' scenario (a mixed run: <name>/<part>, one "
+               "group of steps per part)"),
         Column("step", "name", "create (call answered 2xx), active (servers: ACTIVE seen), "
                "delete (gone seen), record ok (the record's outcome)"),
         Column("issued", "count", "records that issued the step"),
