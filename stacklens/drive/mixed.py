@@ -175,6 +175,7 @@ class MixedRunner:
         self.last: list[DriveStats] = [DriveStats(total=p.total * p.repetitions)
                                        for p in plan.plans]
         self._stop = asyncio.Event()
+        self._started: set[int] = set()  # parts whose runner runs
 
     def tick(self, i: int) -> Callable[[DriveStats], None]:
         """The ``on_tick`` of part ``i``: keeps its counters, reports the sum."""
@@ -196,6 +197,7 @@ class MixedRunner:
                 await asyncio.wait_for(self._stop.wait(), self.plan.offsets_s[i])
         if self._stop.is_set():  # stopped before it started: it stops at once
             self.runners[i].stop()
+        self._started.add(i)
         return await self.runners[i].run()
 
     async def run(self) -> DriveSummary:
@@ -208,9 +210,10 @@ class MixedRunner:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-            self._stop.set()
-            for t in tasks:
-                t.cancel()
+            self._stop.set()  # parts waiting for their start return at once, empty
+            for i, t in enumerate(tasks):
+                if i in self._started:  # a driver's own interrupt handling
+                    t.cancel()
             try:
                 await asyncio.wait(tasks)
             except asyncio.CancelledError:

@@ -7,7 +7,8 @@ looked up in that map (the deepest key that exists; a missing key points at its 
 The ``workload:`` section names exactly one registered workload type
 (:mod:`stacklens.drive.workload`) and is validated with that type's config schema
 (:func:`scenario_model`); ``boot_servers`` is described in :mod:`stacklens.drive.boot_servers`.
-Every workload has the :class:`Pacing` keys (``concurrency``, ``ramp``, ``repetitions``).
+Every workload but ``mixed`` has the :class:`Pacing` keys (``concurrency``, ``ramp``,
+``repetitions``); ``mixed`` (:mod:`stacklens.drive.mixed`) has parts, each with its own.
 
 A scenario's top level (the ``workload:`` body of ``boot_servers``, with every key, is in
 :mod:`stacklens.drive.boot_servers`)::
