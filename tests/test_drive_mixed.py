@@ -109,7 +109,7 @@ def test_example_mixed_load_parses_and_keeps_only_given_parts():
         ("image: cirros", "image: cirros\n          colour: red", 9,
          "workload.mixed.parts.0.boot_servers.colour: Extra inputs"),
         ("      - test_mixed_flavors:", "      - mixed: {parts: []}\n      - test_mixed_flavors:",
-         10, "workload.mixed.parts.1.mixed: a part cannot be mixed (no nesting)"),
+         10, "workload.mixed.parts.1: a part cannot be mixed (no nesting)"),
         ("      - test_mixed_flavors:", "      - juggle: {count: 1}\n      - test_mixed_flavors:",
          10, "workload.mixed.parts.1.juggle: Extra inputs are not permitted"),
         ("    parts:", "    start: staggered\n    parts:", 3, "offset_s > 0 goes with start"),

@@ -60,10 +60,10 @@ __all__ = ["Mixed", "MixedPlan", "MixedRunner", "MixedWorkload", "part_labels"]
 _PART_MODELS: dict[tuple[str, ...], Any] = {}
 
 
-def _no_nesting(v: Any) -> Any:
-    if v is not None:
+def _no_nesting(cls: Any, data: Any) -> Any:
+    if isinstance(data, dict) and "mixed" in data:
         raise ValueError("a part cannot be mixed (no nesting)")
-    return v
+    return data
 
 
 def _part_adapter() -> Any:
@@ -73,9 +73,8 @@ def _part_adapter() -> Any:
     key = tuple(types)
     if key not in _PART_MODELS:
         fields: dict[str, Any] = {n: (t.config_schema | None, None) for n, t in types.items()}
-        part = create_model("Part", __base__=WorkloadSection, mixed=(Any, None),
-                            __validators__={"_nest": field_validator("mixed")(_no_nesting)},
-                            **fields)
+        nest: dict[str, Any] = {"_nest": model_validator(mode="before")(_no_nesting)}
+        part = create_model("Part", __base__=WorkloadSection, __validators__=nest, **fields)
         _PART_MODELS[key] = TypeAdapter(list[part])
     return _PART_MODELS[key]
 
