@@ -122,8 +122,21 @@ def test_lab_mixed_boot_and_port_storms_at_once(tmp_path):
                                                             "mixed-lab/create_ports"}
 
         # nothing left: the run's servers, ports and network, and a cleanup finds nothing
+        # A delete is seen done at status DELETED (nova's compute saved vm_state deleted); nova
+        # destroys the row only after placement's allocations are gone (compute manager
+        # _delete_instance, then _complete_deletion), seconds later on a busy lab: wait for it,
+        # bounded
         run_prefix = res.plan.prefix
-        left = _api("GET", f"{nova}/servers?name={urllib.parse.quote('^' + run_prefix)}")["servers"]
+        deadline = time.monotonic() + 90
+        while True:
+            left = _api("GET", f"{nova}/servers/detail?name="
+                        f"{urllib.parse.quote('^' + run_prefix)}")["servers"]
+            if not left or time.monotonic() > deadline:
+                break
+            assert {x["status"] for x in left} <= {"DELETED"}, [(x["name"], x["status"])
+                                                                for x in left]
+            time.sleep(2)
+        left = [(x["name"], x["status"]) for x in left]
         names = [x["name"] for kind in ("ports", "networks", "subnets")
                  for x in _api("GET", f"{neutron}/v2.0/{kind}?fields=name")[kind]]
         assert left == [] and not [n for n in names if n.startswith(run_prefix)]
