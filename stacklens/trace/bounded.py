@@ -6,10 +6,10 @@ Pass 1 (global, narrow columns): clock correction, linking and orphan adoption
 (:func:`~stacklens.trace.link_all`) over the columns they read (:data:`~stacklens.trace.
 LINK_COLUMNS`), ``message`` only where a rule reads it (clock rules:
 :func:`~stacklens.trace.skew.clock_messages`; orphan markers: records with an instance tag but
-no request id or RPC kind), every other message null. The clock offsets are estimated on
-the records a causal rule reads plus one record per (host, UTC day) (:func:`_clocks`), then
-applied to every record, as :func:`~stacklens.trace.clocks.correct_clocks` would. The outcome
-per record is kept:
+no request id or RPC kind), every other message null, in two reads: the clock columns for
+the offsets (:func:`~stacklens.trace.clocks.correct_clocks` with ``apply=False``), then the
+linking columns, to which the offsets are applied as ``correct_clocks`` would. The outcome per
+record is kept:
 corrected ``ts_ns``, ``trace_id``, ``req_local``. Records without a trace are dropped here:
 no trace-stage table reads them after linking (spans, flows, traces, breakdown and phases are
 all built from :func:`~stacklens.trace.spans.timed_events`, which keeps only records of a
@@ -76,6 +76,11 @@ _FLOW_KINDS = [*RPC_SENDS, RpcKind.RECV_CALL.value, RpcKind.RECV_CAST.value,
 #: Records whose message orphan adoption reads (classify.adopt_orphan_markers' ``orphan``).
 _ORPHAN = (pl.col("request_id").is_null() & pl.col("rpc_kind").is_null()
            & pl.col("instance_uuid").is_not_null())
+#: What linking and orphan adoption read besides ``ts_ns`` and ``message``.
+_LINKED = ("request_id", "global_request_id", "instance_uuid", "http_method", "http_path",
+           "http_status", "rpc_kind", "rpc_id")
+#: Of those, the columns no clock rule reads.
+_LINK_ONLY = ("instance_uuid", "http_method", "http_path")
 _PHASES = ["claim", "network", "block_device", "spawn", "teardown", "resource_cleanup", "build"]
 
 
@@ -152,75 +157,86 @@ def _pass1(path: Path, columns: Sequence[str], b: int) -> tuple[pl.DataFrame, pl
     ``eid`` (UInt32, :func:`~stacklens.trace.link.link_events`' number, which is not the file's
     row when clock correction grouped the records by day), ``ts_ns`` (Int64, corrected),
     ``req_local``, ``trace_id`` (String), ``_b`` (UInt32 bucket)."""
-    narrow = [c for c in columns if c in LINK_COLUMNS]
+    offsets = _offsets(path, columns)
+    linked = adopt_orphan_markers(link_events(_corrected(path, offsets)))
+    linked = linked.filter(pl.col("trace_id").is_not_null())
+    keys = (
+        linked.select("_row", "eid", "ts_ns", "req_local", "trace_id")
+        .join(_components(linked), on="trace_id", how="left", maintain_order="left")
+        .with_columns(_comp=pl.coalesce("_comp", "trace_id"))
+    )
+    del linked
+    return (
+        keys.join(_pack(keys, b), on="_comp", how="left", maintain_order="left")
+        .drop("_comp")
+        .sort("_row")
+    ), offsets
+
+
+def _offsets(path: Path, columns: Sequence[str]) -> pl.DataFrame:
+    """The ``clock_offsets`` of :func:`~stacklens.trace.clocks.correct_clocks` (conformed),
+    from the columns the clock rules read, ``message`` only where
+    :func:`~stacklens.trace.skew.clock_messages` says a rule reads it. A single host is
+    found from the ``host`` column alone (no offsets)."""
+    if pl.scan_parquet(path).select(pl.col("host").drop_nulls().n_unique()).collect().item() < 2:
+        return pl.DataFrame(schema=TABLES["clock_offsets"])
+    cols = [c for c in columns if c in LINK_COLUMNS and c not in _LINK_ONLY]
     ev = (
         pl.scan_parquet(path)
-        .select(narrow)
-        .with_columns(message=pl.when(clock_messages() | _ORPHAN).then(pl.col("message")))
+        .select(cols)
+        .with_columns(message=pl.when(clock_messages()).then(pl.col("message")))
+        .collect(engine="streaming")
+    )
+    return correct_clocks(ev, apply=False)[1]
+
+
+def _corrected(path: Path, offsets: pl.DataFrame) -> pl.DataFrame:
+    """What linking and orphan adoption read, on corrected time, in ``correct_clocks``' row
+    order (grouped by UTC day, days in order of first record, when there are offsets):
+    ``_row`` (UInt32, the row in the file), ``ts_ns`` and the columns of :data:`_LINKED`,
+    ``message`` only for orphan candidates. The offsets are applied per (host, day) as
+    :func:`~stacklens.trace.skew.apply_offsets` does."""
+    ev = (
+        pl.scan_parquet(path)
+        .select("ts_ns", "host", *_LINKED, message=pl.when(_ORPHAN).then(pl.col("message")))
         .with_row_index("_row")
         .collect(engine="streaming")
     )
-    ev, offsets = _clocks(ev)
-    # what linking and orphan adoption read (the clock rules' columns are done with)
-    ev = ev.select("_row", "ts_ns", "request_id", "global_request_id", "instance_uuid",
-                   "http_method", "http_path", "http_status", "rpc_kind", "rpc_id",
-                   message=pl.when(_ORPHAN).then(pl.col("message")))
-    linked = adopt_orphan_markers(link_events(ev))
-    del ev
-    linked = linked.filter(pl.col("trace_id").is_not_null())
-    comp = _components(linked)
-    keys = (
-        linked.select("_row", "eid", "ts_ns", "req_local", "trace_id")
-        .join(comp, on="trace_id", how="left", maintain_order="left")
-        .with_columns(
-            _b=(pl.coalesce("_comp", "trace_id").hash(seed=12) % b).cast(pl.UInt32)
-        )
-        .drop("_comp")
-        .sort("_row")
-    )
-    return keys, offsets
-
-
-def _clocks(ev: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """:func:`~stacklens.trace.clocks.correct_clocks` of ``ev`` (same rows, order, corrected
-    ``ts_ns``; the offsets), estimating on fewer rows: those a causal rule reads (a request id,
-    global request id, RPC id or kind, HTTP status, or a message :func:`clock_messages` keeps),
-    plus the first other record of each (host, UTC day) with only ``ts_ns`` and ``host`` (which
-    hosts logged which day decides the offsets table's rows). The offsets are then applied
-    per (host, day) as :func:`~stacklens.trace.skew.apply_offsets` does, and the rows put in
-    ``correct_clocks``' order (grouped by day, days in order of first record)."""
-    if ev.get_column("host").drop_nulls().n_unique() < 2:
-        return ev, pl.DataFrame(schema=TABLES["clock_offsets"])
-    day = pl.col("ts_ns") // _DAY_NS
-    used = (
-        pl.any_horizontal(pl.col(c).is_not_null() for c in (
-            "request_id", "global_request_id", "rpc_id", "rpc_kind", "http_status", "message"))
-    )
-    rest = ev.filter(~used)
-    reps = (
-        rest.with_columns(_day=day)
-        .unique(["host", "_day"], keep="first", maintain_order=True)
-        .select("_row", "ts_ns", "host")
-    )
-    del rest
-    sample = pl.concat([ev.filter(used), reps], how="diagonal_relaxed").sort("_row")
-    offsets = correct_clocks(sample.select(ev.columns), apply=False)[1]
-    del sample
+    if not offsets.height:  # one host: nothing moves
+        return ev.drop("host")
     shift = offsets.filter(pl.col("applied")).select(
         "host",
         _day=pl.col("day").str.to_date().cast(pl.Int64),
         _shift=(pl.col("offset_s") * 1e9).round().cast(pl.Int64),
     )
     key = (
-        ev.select("host", _day=day)
+        ev.select("host", _day=pl.col("ts_ns") // _DAY_NS)
         .with_row_index("_i")
         .with_columns(_first=pl.col("_i").min().over("_day"))
         .sort("_first", maintain_order=True)
         .join(shift, on=["host", "_day"], how="left", maintain_order="left")
+        .select("_i", "_shift")
     )
-    ev = ev.select(pl.all().gather(key.get_column("_i"))).with_columns(
-        ts_ns=pl.col("ts_ns") + key.get_column("_shift").fill_null(0))
-    return ev, offsets
+    ev = ev.drop("host")
+    ordered = key.get_column("_i")
+    if not bool((ordered == pl.int_range(len(ordered), dtype=pl.UInt32, eager=True)).all()):
+        ev = ev.select(pl.all().gather(ordered))
+    return ev.with_columns(ts_ns=pl.col("ts_ns") + key.get_column("_shift").fill_null(0))
+
+
+def _pack(keys: pl.DataFrame, b: int) -> pl.DataFrame:
+    """``_comp`` -> ``_b`` (UInt32): components into ``b`` buckets by size, largest first into
+    the least filled bucket, so the buckets hold about the same number of records."""
+    import heapq
+
+    sizes = keys.group_by("_comp").len().sort(["len", "_comp"], descending=[True, False])
+    heap = [(0, i) for i in range(b)]
+    out = []
+    for n in sizes.get_column("len").to_list():
+        load, i = heapq.heappop(heap)
+        out.append(i)
+        heapq.heappush(heap, (load + n, i))
+    return sizes.select("_comp", _b=pl.Series(out, dtype=pl.UInt32))
 
 
 def _components(linked: pl.DataFrame) -> pl.DataFrame:
