@@ -2,15 +2,14 @@
 folder's ``events`` Parquet file, the working set of spans, flows and classification capped by a
 budget instead of growing with the input (issue 12).
 
-Pass 1 (global, narrow columns): clock correction, linking and orphan adoption
-(:func:`~stacklens.trace.link_all`) over the columns they read (:data:`~stacklens.trace.
+Pass 1 (global, narrow columns): clock correction, linking and orphan adoption (what
+:func:`~stacklens.trace.link_all` does) over the columns they read (:data:`~stacklens.trace.
 LINK_COLUMNS`), ``message`` only where a rule reads it (clock rules:
 :func:`~stacklens.trace.skew.clock_messages`; orphan markers: records with an instance tag but
 no request id or RPC kind), every other message null, in two reads: the clock columns for
 the offsets (:func:`~stacklens.trace.clocks.correct_clocks` with ``apply=False``), then the
 linking columns, to which the offsets are applied as ``correct_clocks`` would. The outcome per
-record is kept:
-corrected ``ts_ns``, ``trace_id``, ``req_local``. Records without a trace are dropped here:
+record is kept: corrected ``ts_ns``, ``trace_id``, ``req_local``, ``eid``. Records without a trace are dropped here:
 no trace-stage table reads them after linking (spans, flows, traces, breakdown and phases are
 all built from :func:`~stacklens.trace.spans.timed_events`, which keeps only records of a
 trace).
@@ -18,8 +17,8 @@ trace).
 Buckets. Every step after linking works within one trace, except flows, which pair an RPC
 sender and its receiver by ``rpc_id`` (the receiver of a message can sit in another trace, for
 example a receipt logged under a stale context). Traces sharing an ``rpc_id`` (sends,
-receipts, replies sent) are joined into one component (union-find), and each component goes
-to bucket ``hash(component) mod B``.
+receipts, replies sent) are joined into one component (union-find), and the components are
+packed into ``B`` buckets by size (largest first into the least filled bucket).
 
 Pass 2 (per bucket): the events file is read once, a record batch at a time, and each traced
 record (all of :func:`trace_step`'s columns, ``ts_ns`` corrected) is written to its bucket's
@@ -32,8 +31,11 @@ phase, then ``trace_id``; flows: RPC flows by ``trace_id``, then HTTP flows by `
 Setting: ``STACKLENS_TRACE_MEM_MIB`` (MiB, default :data:`DEFAULT_MEM_MIB`) sets
 ``B = ceil(records * BYTES_PER_EVENT / budget)``; ``B = 1`` (small input) is exactly the
 whole-frame path. ``STACKLENS_TRACE_BUCKETS`` forces ``B``. What the budget does not bound:
-pass 1 (narrow, but one row per record), the output tables, and a single component larger
-than a bucket's share.
+pass 1 (narrow, but one row per record: about 2.1 GiB peak for the 3.5 M records of the 10 M
+line bench corpus), the output tables, and a single component larger than a bucket's share
+(a long-lived periodic-task request id makes one trace of 233 k records there).
+Time: about the same as the whole-frame path (one more read of the narrow columns and one of
+the traced columns, less copying), whatever ``B``.
 """
 
 from __future__ import annotations
