@@ -28,7 +28,9 @@ Each size is run ``--repeat`` times (default 1; medians, peak RSS is the maximum
 * ``stacklens``: ``stacklens analyze CORPUS --out RUN --json`` (``--command ingest``: ``stacklens
   ingest``), a child process timed from outside: ``wall_s``, ``cpu_user_s`` and ``cpu_sys_s``
   (``os.wait4`` rusage of the child), ``peak_rss_mib`` (its maximum resident set) and
-  ``lines_per_s``; the stage times come from the run's ``manifest.json``.
+  ``lines_per_s``; the stage times come from the run's ``manifest.json`` (``ingest_wall_s``,
+  ``trace_wall_s``; ``trace_buckets``: how many buckets the trace stage ran in, set by
+  ``STACKLENS_TRACE_MEM_MIB``, see ``stacklens/trace/bounded.py``).
 
 Usage::
 
@@ -103,8 +105,10 @@ def run_stacklens(command: str, corpus: Path, out: Path, timeout_s: float) -> di
         raise SystemExit(f"analyze_bench: stacklens {command} exited {m['code']}:\n{tail}")
     man = json.loads((out / "manifest.json").read_text())
     ing = man.get("ingest", {})
+    tr = man.get("trace") or {}
     return {**m, "records": ing.get("records"), "ingest_wall_s": ing.get("wall_s"),
-            "traces": (man.get("trace") or {}).get("traces")}
+            "traces": tr.get("traces"), "trace_wall_s": tr.get("wall_s"),
+            "trace_buckets": tr.get("buckets")}
 
 
 def bench_size(size: int, root: Path, data: Path, a: argparse.Namespace, work: Path) -> dict:
@@ -144,6 +148,8 @@ def bench_size(size: int, root: Path, data: Path, a: argparse.Namespace, work: P
         "records": sl[-1]["records"],
         "traces": sl[-1]["traces"],
         "ingest_wall_s": med(r["ingest_wall_s"] or 0.0 for r in sl),
+        "trace_wall_s": med(r["trace_wall_s"] or 0.0 for r in sl),
+        "trace_buckets": sl[-1]["trace_buckets"],
         "runs_wall_s": [round(r["wall_s"], 3) for r in sl],
         "grep": {"wall_s": round(gw, 3), "lines_per_s": round(grep_lps) if grep_lps else None,
                  "cpu_s": round(med(g["cpu_s"] for g in gr), 3)},

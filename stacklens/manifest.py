@@ -78,11 +78,15 @@ class IngestSection(_Section):
 
 
 class TraceSection(_Section):
-    """Row counts of the trace tables."""
+    """Row counts of the trace tables; ``wall_s`` the stage's time (seconds) and ``buckets``
+    the number of buckets it ran in (1: the whole ``events`` frame at once; see
+    :mod:`stacklens.trace.bounded`), absent in runs from before they were recorded."""
 
     traces: int = 0
     spans: int = 0
     flows: int = 0
+    wall_s: float | None = None
+    buckets: int | None = None
 
 
 class ReportSection(_Section):

@@ -19,12 +19,14 @@ the run's window.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from stacklens.analyze.build import build_report
 from stacklens.analyze.mining import mine_store
+from stacklens.errors import StoreError
 from stacklens.ingest.names import NameMap
 from stacklens.ingest.pipeline import ingest
 from stacklens.ingest.tokenize import native_wanted
@@ -33,7 +35,7 @@ from stacklens.report.html import render_html
 from stacklens.report.json_out import render_json
 from stacklens.schema import TABLES
 from stacklens.store import RunStore
-from stacklens.trace import build_traces
+from stacklens.trace.bounded import build_traces_bounded
 
 __all__ = [
     "IngestOptions",
@@ -117,16 +119,30 @@ def ingest_step(store: RunStore, paths: Sequence[str], opts: IngestOptions | Non
 def trace_step(store: RunStore, on_progress: OnProgress | None = None) -> TraceSection:
     """Rebuild every request from the store's ``events``: writes ``spans``, ``flows``,
     ``traces``, ``breakdown``, ``phases``, ``clock_offsets`` and the manifest's ``trace``
-    section (returned). Raises :class:`~stacklens.errors.StoreError` before ingest."""
+    section (returned). Memory: :mod:`stacklens.trace.bounded` (``STACKLENS_TRACE_MEM_MIB``).
+    Raises :class:`~stacklens.errors.StoreError` before ingest,
+    :class:`~stacklens.errors.UserError` on a bad memory setting."""
+    t0 = time.perf_counter()
+    if not store.has("events"):
+        raise StoreError(f"{store.path} has no 'events' table: run the stage that makes it "
+                         "first (stacklens ingest / trace)")
     # every column but the continuation text, the largest, which no trace rule reads
     cols = [c for c in TABLES["events"] if c not in _NOT_TRACED]
-    tables = build_traces(store.read("events", columns=cols))
+    n_buckets = 1
+
+    def bucket_done(done: int, total: int) -> None:
+        nonlocal n_buckets
+        n_buckets = total
+        if on_progress is not None:
+            on_progress(StageProgress("trace", done, total))
+
+    tables = build_traces_bounded(store.tables_dir / "events.parquet", cols,
+                                  on_bucket=bucket_done)
     store.write(tables)
     section = TraceSection(traces=tables["traces"].height, spans=tables["spans"].height,
-                           flows=tables["flows"].height)
+                           flows=tables["flows"].height,
+                           wall_s=round(time.perf_counter() - t0, 3), buckets=n_buckets)
     store.write_section("trace", section)
-    if on_progress is not None:
-        on_progress(StageProgress("trace", 1, 1))
     return section
 
 

@@ -16,7 +16,13 @@ from stacklens.trace.link import link_events
 from stacklens.trace.spans import build_flows, build_spans, timed_events
 from stacklens.vocab import RPC_SENDS
 
-__all__ = ["build_traces"]
+__all__ = ["LINK_COLUMNS", "build_traces", "link_all", "trace_tables"]
+
+#: ``events`` columns :func:`link_all` reads.
+LINK_COLUMNS = (
+    "ts_ns", "host", "service", "pid", "logger", "message", "request_id", "global_request_id",
+    "instance_uuid", "http_method", "http_path", "http_status", "http_dur_s", "rpc_kind", "rpc_id",
+)
 
 
 def _span_operation() -> pl.Expr:
@@ -38,10 +44,34 @@ def build_traces(events: pl.DataFrame) -> dict[str, pl.DataFrame]:
     Returns ``{"spans", "flows", "traces", "breakdown", "phases", "clock_offsets"}`` frames
     conformed to
     :mod:`stacklens.schema`. Pure; raises nothing on odd data (events without any request id
-    simply form no trace).
+    simply form no trace). :mod:`stacklens.trace.bounded` computes the same tables from a
+    run folder in bounded memory.
     """
+    linked, offsets = link_all(events)
+    return {**trace_tables(linked), "clock_offsets": conform(offsets, "clock_offsets")}
+
+
+def link_all(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The global steps of :func:`build_traces`: clock correction, linking, orphan adoption.
+
+    Returns ``(linked, clock_offsets)``: ``linked`` is ``events`` on corrected time with
+    ``eid`` (UInt32, the row number after clock correction, which groups
+    the rows of several hosts by UTC day) first and ``req_local``, ``trace_id``
+    (String) last, sorted by ``ts_ns``, ``eid``
+    (:func:`~stacklens.trace.link.link_events`); ``clock_offsets`` is not yet conformed.
+    Reads only ``ts_ns``, ``host``, ``service``, ``pid``, ``logger``, ``message``,
+    ``request_id``, ``global_request_id``, ``instance_uuid``, ``rpc_kind``, ``rpc_id``,
+    ``http_*`` (:data:`LINK_COLUMNS`); other columns are carried along."""
     events, offsets = correct_clocks(events)
-    linked = adopt_orphan_markers(link_events(events))
+    return adopt_orphan_markers(link_events(events)), offsets
+
+
+def trace_tables(linked: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """``spans``, ``flows``, ``traces``, ``breakdown``, ``phases`` (conformed) from
+    :func:`link_all`'s ``linked`` frame (records without a ``trace_id`` are ignored). Every
+    step works within a trace, except flows, which pair RPC senders and receivers by
+    ``rpc_id`` across traces: a subset of ``linked`` gives the same rows for its traces when
+    it holds every trace that shares an ``rpc_id`` with one of them."""
     tev = timed_events(linked)
     spans = build_spans(tev, _span_operation())
     flows, spans = build_flows(tev, spans)
@@ -52,5 +82,4 @@ def build_traces(events: pl.DataFrame) -> dict[str, pl.DataFrame]:
         "traces": conform(traces, "traces"),
         "breakdown": conform(breakdown(tev, traces), "breakdown"),
         "phases": conform(phases(tev), "phases"),
-        "clock_offsets": conform(offsets, "clock_offsets"),
     }

@@ -112,7 +112,7 @@ def _root_requests(tev: pl.DataFrame) -> pl.DataFrame:
     return (
         api.with_columns(_own=(pl.col("request_id") != pl.col("trace_id")).cast(pl.Int8),
                          _start=start)
-        .sort(["trace_id", "_own", "_start", "ts_ns"])
+        .sort(["trace_id", "_own", "_start", "ts_ns"], maintain_order=True)
         .group_by("trace_id", maintain_order=True)
         .agg(pl.col("request_id").first().alias("_root_rid"))
     )
@@ -121,7 +121,7 @@ def _root_requests(tev: pl.DataFrame) -> pl.DataFrame:
 def _base(tev: pl.DataFrame) -> pl.DataFrame:
     """Per-trace facts that do not need the markers."""
     is_err = pl.col("level").is_in(ERROR_LEVELS) & pl.col("synthetic").not_()
-    tev = tev.join(_root_requests(tev), on="trace_id", how="left")
+    tev = tev.join(_root_requests(tev), on="trace_id", how="left", maintain_order="left")
     # the root request's API lines (server and client side); traces whose API lines carry no
     # request id keep every API line, as before
     api_line = pl.col("http_status").is_not_null() & (
@@ -173,7 +173,7 @@ def _marker_facts(tev: pl.DataFrame, t: pl.DataFrame) -> pl.DataFrame:
         marker_hits(tev)
         .join(mf, on="marker")
         .join(t.select("trace_id", "operation"), on=["trace_id", "operation"])
-        .sort("trace_id", "ts_ns", "eid")
+        .sort("trace_id", "ts_ns", "eid", maintain_order=True)
     )
     m = pl.col("meaning")
     # a spawn failure is a failure only when nothing follows it (no reschedule, no build on
@@ -236,7 +236,7 @@ def classify_traces(tev: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
     docstring; completion markers from :data:`stacklens.trace.completion.MARKERS`."""
     t = _base(tev)
     facts = _marker_facts(tev, t)
-    t = t.join(facts, on="trace_id", how="left").with_columns(
+    t = t.join(facts, on="trace_id", how="left", maintain_order="left").with_columns(
         operation=pl.when((pl.col("operation") == "server.action") & pl.col("_action").is_not_null())
         .then(pl.col("_action"))
         .otherwise(pl.col("operation"))
@@ -289,7 +289,7 @@ def classify_traces(tev: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
     failed = t.filter(pl.col("outcome") == Outcome.FAILED).select(
         "trace_id", "instance_uuid", "_f_ts", "_f_span", "_f_service"
     )
-    t = t.join(_root_causes(tev, failed), on="trace_id", how="left")
+    t = t.join(_root_causes(tev, failed), on="trace_id", how="left", maintain_order="left")
     is_failed = pl.col("outcome") == Outcome.FAILED
     http_err = pl.concat_str([pl.lit("HTTP "), status.cast(pl.String), pl.lit(" on "), pl.col("_m"),
                               pl.lit(" "), pl.col("_norm")])
@@ -323,7 +323,7 @@ def classify_traces(tev: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
             request_id=pl.col("trace_id"),
         )
         .with_columns(dur_s=(pl.col("end_ns") - pl.col("start_ns")) / 1e9)
-        .join(nspans, on="trace_id", how="left")
+        .join(nspans, on="trace_id", how="left", maintain_order="left")
         .drop(cs.starts_with("_"))
     )
 
@@ -331,7 +331,8 @@ def classify_traces(tev: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
 def breakdown(tev: pl.DataFrame, traces: pl.DataFrame) -> pl.DataFrame:
     """Event-gap attribution of each trace's time (:data:`stacklens.schema.BREAKDOWN`), over
     the records between the trace's start and its end (``traces.end_ns``)."""
-    tev = tev.join(traces.select("trace_id", pl.col("end_ns").alias("_end")), on="trace_id")
+    tev = tev.join(traces.select("trace_id", pl.col("end_ns").alias("_end")), on="trace_id",
+                   maintain_order="left")
     tev = tev.filter(pl.col("ts_ns") <= pl.col("_end"))
     nxt = pl.col("ts_ns").shift(-1).over("trace_id")
     nxt_svc = pl.col("service").shift(-1).over("trace_id")
@@ -374,7 +375,7 @@ def phases(tev: pl.DataFrame) -> pl.DataFrame:
     for name, (start_rx, end_rx, first) in _MARKS.items():
         st = pl.col("ts_ns").filter(pl.col("message").str.contains(start_rx))
         frames.append(
-            cpu.group_by("trace_id", "service")
+            cpu.group_by("trace_id", "service", maintain_order=True)
             .agg(
                 (st.min() if first == "min" else st.max()).alias("start_ns"),
                 pl.col("ts_ns").filter(pl.col("message").str.contains(end_rx)).max().alias("end_ns"),
@@ -383,7 +384,7 @@ def phases(tev: pl.DataFrame) -> pl.DataFrame:
         )
     build = (
         cpu.filter(pl.col("took_what").str.starts_with("build instance"))
-        .group_by("trace_id", "service")
+        .group_by("trace_id", "service", maintain_order=True)
         .agg(pl.col("ts_ns").max().alias("end_ns"), pl.col("took_s").max().alias("_t"))
         .with_columns(
             start_ns=pl.col("end_ns") - (pl.col("_t") * 1e9).cast(pl.Int64), phase=pl.lit("build")

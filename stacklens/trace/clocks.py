@@ -24,11 +24,12 @@ MAX_UNCERTAINTY_S = 0.5
 _DAY_NS = 86_400 * 1_000_000_000
 
 
-def correct_clocks(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def correct_clocks(events: pl.DataFrame, apply: bool = True) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Return ``(events on corrected time, clock_offsets)``; ``events`` keeps its columns and
     row order. Single-host input is returned unchanged with an empty offsets table. With two
     or more hosts every host gets a row per UTC day, with a ``note`` in words; a day without
-    any causal pair between hosts says which hosts' offsets are unknown (never "single host")."""
+    any causal pair between hosts says which hosts' offsets are unknown (never "single host").
+    With ``apply=False`` only the offsets are computed: ``events`` is returned as given."""
     hosts = events.get_column("host").drop_nulls().unique().sort().to_list()
     empty = pl.DataFrame(schema=_schema())
     if len(hosts) < 2:
@@ -40,7 +41,8 @@ def correct_clocks(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         reference = counts.get_column(counts.columns[0])[0]
     ev = events.with_columns(_day=pl.col("ts_ns") // _DAY_NS)
     parts, rows = [], []
-    for (day,), ev_d in ev.partition_by("_day", as_dict=True, maintain_order=True).items():
+    src = ev if apply else ev.select("host", "_day")
+    for (day,), ev_d in src.partition_by("_day", as_dict=True, maintain_order=True).items():
         if day is None:
             parts.append(ev_d)
             continue
@@ -52,7 +54,8 @@ def correct_clocks(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
             continue
         seen = set(c_d["src_host"]) | set(c_d["dst_host"])
         res = estimate_offsets(c_d, hosts, reference=reference if reference in seen else None)
-        parts.append(apply_offsets(ev_d, res.offsets, max_uncertainty_s=MAX_UNCERTAINTY_S))
+        if apply:
+            parts.append(apply_offsets(ev_d, res.offsets, max_uncertainty_s=MAX_UNCERTAINTY_S))
         rows.append(
             res.offsets.with_columns(
                 day=day_s,
@@ -64,10 +67,12 @@ def correct_clocks(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
                 dropped=pl.lit(res.dropped.height),
             ).with_columns(note=_notes(res.offsets, res.reference, c_d))
         )
+    offsets = conform(pl.concat(rows, how="diagonal_relaxed"), "clock_offsets") if rows else empty
+    if not apply:
+        return events, offsets
     out = pl.concat(parts, how="diagonal_relaxed").drop("_day")
     if "ts_raw_ns" in out.columns:
         out = out.drop("ts_raw_ns")
-    offsets = conform(pl.concat(rows, how="diagonal_relaxed"), "clock_offsets") if rows else empty
     return out.select(events.columns), offsets
 
 

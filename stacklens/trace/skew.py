@@ -36,7 +36,10 @@ from stacklens.schema import Columns
 from stacklens.trace.causal import http_callee_rows, http_caller_rows, origin_rows, schedule_rows
 from stacklens.vocab import RPC_SENDS, RpcKind, is_client
 
-__all__ = ["CONSTRAINTS", "SkewResult", "apply_offsets", "causal_constraints", "estimate_offsets"]
+__all__ = [
+    "CONSTRAINTS", "SkewResult", "apply_offsets", "causal_constraints", "clock_messages",
+    "estimate_offsets",
+]
 
 #: One row per cross-host causal pair (see the module docstring for the meaning of lower_s).
 CONSTRAINTS: Columns = {
@@ -140,6 +143,21 @@ def _context_rows(ev: pl.DataFrame, res: float) -> list[pl.DataFrame]:
         return []
     src = _first(sends, "request_id", "src", one_host=True)
     return [_rows(src, _first(recv, "request_id", "dst", False), "request_id", "rpc_context", res)]
+
+
+def clock_messages() -> pl.Expr:
+    """True for the records whose ``message`` :func:`causal_constraints` reads (every rule
+    here and in :mod:`stacklens.trace.causal` filters on one of these texts first): the
+    result is the same when every other record's ``message`` is null. Keep it in step with
+    the rules (the bounded trace stage reads only these messages in its global pass)."""
+    msg, log = pl.col("message"), pl.col("logger").fill_null("")
+    return (
+        msg.str.contains("request id|request-id")  # http_callee, http_caller (used ...)
+        | msg.str.starts_with("REQ: curl")  # http_caller
+        | msg.str.starts_with("Starting to schedule")  # schedule_build
+        | (log.str.starts_with("oslo_messaging")  # rpc_context
+           & (msg.str.contains(_KILO_SEND) | msg.str.starts_with("unpacked context:")))
+    ).fill_null(False)
 
 
 def causal_constraints(

@@ -172,7 +172,7 @@ def timed_events(linked: pl.DataFrame) -> pl.DataFrame:
         http_dur_s=pl.lit(None, dtype=pl.Float64),
         message=pl.lit("(request start = logged time - logged duration)"),
     )
-    tev = pl.concat([ev, starts]).sort("trace_id", "ts_ns", "eid")
+    tev = pl.concat([ev, starts]).sort("trace_id", "ts_ns", "eid", maintain_order=True)
     return tev.with_columns(span_id=_span_id()).drop("_episode")
 
 
@@ -221,21 +221,21 @@ def build_flows(tev: pl.DataFrame, spans: pl.DataFrame) -> tuple[pl.DataFrame, p
     # the receiving span: a logged receipt, else the span that sent the reply
     recv = (
         tev.filter(pl.col("rpc_kind").is_in([RpcKind.RECV_CALL, RpcKind.RECV_CAST, reply]))
-        .sort(pl.col("rpc_kind") == reply, "ts_ns")
+        .sort(pl.col("rpc_kind") == reply, "ts_ns", maintain_order=True)
         .group_by("rpc_id", maintain_order=True)
         .agg(
             pl.col("span_id").first().alias("dst_span_id"),
             pl.col("ts_ns").filter(pl.col("rpc_kind") != reply).first().alias("recv_ns"),
         )
     )
-    rpc = send.join(recv, on="rpc_id", how="inner").filter(
+    rpc = send.join(recv, on="rpc_id", how="inner", maintain_order="left").filter(
         pl.col("src_span_id") != pl.col("dst_span_id")
     )
     client = tev.filter(is_client() & pl.col("synthetic"))
     api = tev.filter(_SERVER & pl.col("synthetic"))
     http = (
         client.select("trace_id", pl.col("span_id").alias("src_span_id"), pl.col("ts_ns").alias("send_ns"))
-        .sort("send_ns")
+        .sort("send_ns", maintain_order=True)
         .join_asof(
             api.select("trace_id", pl.col("span_id").alias("dst_span_id"), pl.col("ts_ns").alias("recv_ns"))
             .sort("recv_ns"),
@@ -249,7 +249,7 @@ def build_flows(tev: pl.DataFrame, spans: pl.DataFrame) -> tuple[pl.DataFrame, p
         ["src_span_id", "dst_span_id", "rpc_id"], keep="first", maintain_order=True
     )
     first_in = (
-        flows.sort("send_ns")
+        flows.sort("send_ns", maintain_order=True)
         .group_by("dst_span_id", maintain_order=True)
         .agg(
             pl.col("src_span_id").first().alias("parent_span_id"),
@@ -261,13 +261,13 @@ def build_flows(tev: pl.DataFrame, spans: pl.DataFrame) -> tuple[pl.DataFrame, p
         .rename({"dst_span_id": "span_id"})
     )
     root = (
-        spans.sort("start_ns")
+        spans.sort("start_ns", maintain_order=True)
         .group_by("trace_id", maintain_order=True)
         .agg(pl.col("span_id").first().alias("_root"))
     )
     spans = (
-        spans.join(first_in, on="span_id", how="left")
-        .join(root, on="trace_id", how="left")
+        spans.join(first_in, on="span_id", how="left", maintain_order="left")
+        .join(root, on="trace_id", how="left", maintain_order="left")
         .with_columns(
             parent_span_id=pl.when(pl.col("span_id") == pl.col("_root"))
             .then(None)
@@ -286,7 +286,7 @@ def build_flows(tev: pl.DataFrame, spans: pl.DataFrame) -> tuple[pl.DataFrame, p
         .rename({"dst_span_id": "span_id"})
     )
     spans = (
-        spans.join(recv_start, on="span_id", how="left")
+        spans.join(recv_start, on="span_id", how="left", maintain_order="left")
         .with_columns(start_ns=pl.min_horizontal("start_ns", "_r"))
         .drop("_r")
     )

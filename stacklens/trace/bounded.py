@@ -1,0 +1,323 @@
+"""The trace stage in bounded memory: :func:`stacklens.trace.build_traces`'s tables from a run
+folder's ``events`` Parquet file, the working set of spans, flows and classification capped by a
+budget instead of growing with the input (issue 12).
+
+Pass 1 (global, narrow columns): clock correction, linking and orphan adoption (what
+:func:`~stacklens.trace.link_all` does) over the columns they read (:data:`~stacklens.trace.
+LINK_COLUMNS`), ``message`` only where a rule reads it (clock rules:
+:func:`~stacklens.trace.skew.clock_messages`; orphan markers: records with an instance tag but
+no request id or RPC kind), every other message null, in two reads: the clock columns for
+the offsets (:func:`~stacklens.trace.clocks.correct_clocks` with ``apply=False``), then the
+linking columns, to which the offsets are applied as ``correct_clocks`` would. The outcome per
+record is kept: corrected ``ts_ns``, ``trace_id``, ``req_local``, ``eid``. Records without a trace are dropped here:
+no trace-stage table reads them after linking (spans, flows, traces, breakdown and phases are
+all built from :func:`~stacklens.trace.spans.timed_events`, which keeps only records of a
+trace).
+
+Buckets. Every step after linking works within one trace, except flows, which pair an RPC
+sender and its receiver by ``rpc_id`` (the receiver of a message can sit in another trace, for
+example a receipt logged under a stale context). Traces sharing an ``rpc_id`` (sends,
+receipts, replies sent) are joined into one component (union-find), and the components are
+packed into ``B`` buckets by size (largest first into the least filled bucket).
+
+Pass 2 (per bucket): the events file is read once, a record batch at a time, and each traced
+record (all of :func:`trace_step`'s columns, ``ts_ns`` corrected) is written to its bucket's
+temporary Parquet files; then each bucket is read alone and run through
+:func:`~stacklens.trace.trace_tables`. The bucket outputs are concatenated and put in the row
+order of the whole-frame path (spans, traces, breakdown: by ``trace_id``, stable; phases: by
+phase, then ``trace_id``; flows: RPC flows by ``trace_id``, then HTTP flows by ``send_ns``,
+``trace_id``), so the tables are identical to :func:`~stacklens.trace.build_traces`'s.
+
+Setting: ``STACKLENS_TRACE_MEM_MIB`` (MiB, default :data:`DEFAULT_MEM_MIB`) sets
+``B = ceil(records * BYTES_PER_EVENT / budget)``; ``B = 1`` (small input) is exactly the
+whole-frame path. ``STACKLENS_TRACE_BUCKETS`` forces ``B``. What the budget does not bound:
+pass 1 (narrow, but one row per record: about 2.1 GiB peak for the 3.5 M records of the 10 M
+line bench corpus), the output tables, and a single component larger than a bucket's share
+(a long-lived periodic-task request id makes one trace of 233 k records there).
+Time: about the same as the whole-frame path (one more read of the narrow columns and one of
+the traced columns, less copying), whatever ``B``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import polars as pl
+
+from stacklens.errors import UserError
+from stacklens.schema import TABLES, conform
+from stacklens.trace import LINK_COLUMNS, build_traces, trace_tables
+from stacklens.trace.classify import adopt_orphan_markers
+from stacklens.trace.clocks import _DAY_NS, correct_clocks
+from stacklens.trace.link import link_events
+from stacklens.trace.skew import clock_messages
+from stacklens.vocab import RPC_SENDS, RpcKind
+
+__all__ = [
+    "BUCKETS_ENV", "BYTES_PER_EVENT", "DEFAULT_MEM_MIB", "MEM_ENV", "bucket_count",
+    "build_traces_bounded",
+]
+
+MEM_ENV = "STACKLENS_TRACE_MEM_MIB"
+BUCKETS_ENV = "STACKLENS_TRACE_BUCKETS"
+#: Budget of the trace stage's per-bucket working set, MiB.
+DEFAULT_MEM_MIB = 2048
+#: Peak bytes per record of the whole-frame trace stage (measured on the bench corpora:
+#: ~6.8 GB over 3.5 M records of the 10 M-line corpus, rounded up).
+BYTES_PER_EVENT = 2000
+#: Records per batch of the pass that splits the events into buckets.
+_BATCH = 500_000
+#: RPC records whose ``rpc_id`` :func:`~stacklens.trace.spans.build_flows` pairs.
+_FLOW_KINDS = [*RPC_SENDS, RpcKind.RECV_CALL.value, RpcKind.RECV_CAST.value,
+               RpcKind.REPLY_SEND.value]
+#: Records whose message orphan adoption reads (classify.adopt_orphan_markers' ``orphan``).
+_ORPHAN = (pl.col("request_id").is_null() & pl.col("rpc_kind").is_null()
+           & pl.col("instance_uuid").is_not_null())
+#: What linking and orphan adoption read besides ``ts_ns`` and ``message``.
+_LINKED = ("request_id", "global_request_id", "instance_uuid", "http_method", "http_path",
+           "http_status", "rpc_kind", "rpc_id")
+#: Of those, the columns no clock rule reads.
+_LINK_ONLY = ("instance_uuid", "http_method", "http_path")
+_PHASES = ["claim", "network", "block_device", "spawn", "teardown", "resource_cleanup", "build"]
+
+
+def bucket_count(n_events: int, mem_mib: int | None = None) -> int:
+    """Buckets for ``n_events`` records: ``STACKLENS_TRACE_BUCKETS`` when set, else
+    ``ceil(n_events * BYTES_PER_EVENT / budget)`` with the budget ``mem_mib``, else
+    ``STACKLENS_TRACE_MEM_MIB``, else :data:`DEFAULT_MEM_MIB` (at least 1). Raises
+    :class:`~stacklens.errors.UserError` on a setting that is not a positive integer."""
+    forced = _env_int(BUCKETS_ENV)
+    if forced is not None:
+        return forced
+    mib = mem_mib if mem_mib is not None else (_env_int(MEM_ENV) or DEFAULT_MEM_MIB)
+    return max(1, math.ceil(n_events * BYTES_PER_EVENT / (mib * 2**20)))
+
+
+def _env_int(name: str) -> int | None:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        v = int(raw)
+    except ValueError:
+        v = 0
+    if v < 1:
+        raise UserError(f"{name}={raw!r}: expected a positive integer")
+    return v
+
+
+def build_traces_bounded(
+    events_path: Path,
+    columns: Sequence[str],
+    buckets: int | None = None,
+    on_bucket: Callable[[int, int], None] | None = None,
+) -> dict[str, pl.DataFrame]:
+    """:func:`~stacklens.trace.build_traces` of the ``columns`` of the events Parquet file
+    ``events_path`` (canonical ``events`` columns; ``continuation`` may be left out), in
+    ``buckets`` buckets (None: :func:`bucket_count` of the file's rows). Returns the same
+    dict of conformed frames, identical to the whole-frame path's. ``on_bucket(done, total)``
+    is called after each bucket. Temporary bucket files go to a folder beside
+    ``events_path``, removed on return. Raises ``OSError`` on unreadable or unwritable
+    files, :class:`~stacklens.errors.UserError` on a bad setting."""
+    import pyarrow.parquet as papq
+
+    n_rows = papq.ParquetFile(events_path).metadata.num_rows
+    b = buckets if buckets is not None else bucket_count(n_rows)
+    if b <= 1:
+        out = build_traces(pl.read_parquet(events_path, columns=list(columns)))
+        if on_bucket is not None:
+            on_bucket(1, 1)
+        return out
+    keys, offsets = _pass1(events_path, columns, b)
+    tmp = Path(tempfile.mkdtemp(prefix=".trace-buckets-", dir=events_path.parent))
+    try:
+        _split(events_path, columns, keys, tmp)
+        del keys
+        parts: dict[str, list[pl.DataFrame]] = {}
+        for i in range(b):
+            files = sorted((tmp / str(i)).glob("*.parquet"))
+            if files:
+                linked = pl.read_parquet(files).sort("ts_ns", "eid")
+                for name, df in trace_tables(linked).items():
+                    parts.setdefault(name, []).append(df)
+                del linked
+            if on_bucket is not None:
+                on_bucket(i + 1, b)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {**_merge(parts), "clock_offsets": conform(offsets, "clock_offsets")}
+
+
+def _pass1(path: Path, columns: Sequence[str], b: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Global linking on narrow columns. Returns ``(keys, clock_offsets)``: ``keys`` has one
+    row per record of a trace, sorted by ``_row`` (UInt32, the row in the events file):
+    ``eid`` (UInt32, :func:`~stacklens.trace.link.link_events`' number, which is not the file's
+    row when clock correction grouped the records by day), ``ts_ns`` (Int64, corrected),
+    ``req_local``, ``trace_id`` (String), ``_b`` (UInt32 bucket)."""
+    offsets = _offsets(path, columns)
+    linked = adopt_orphan_markers(link_events(_corrected(path, offsets)))
+    linked = linked.filter(pl.col("trace_id").is_not_null())
+    keys = (
+        linked.select("_row", "eid", "ts_ns", "req_local", "trace_id")
+        .join(_components(linked), on="trace_id", how="left", maintain_order="left")
+        .with_columns(_comp=pl.coalesce("_comp", "trace_id"))
+    )
+    del linked
+    return (
+        keys.join(_pack(keys, b), on="_comp", how="left", maintain_order="left")
+        .drop("_comp")
+        .sort("_row")
+    ), offsets
+
+
+def _offsets(path: Path, columns: Sequence[str]) -> pl.DataFrame:
+    """The ``clock_offsets`` of :func:`~stacklens.trace.clocks.correct_clocks` (conformed),
+    from the columns the clock rules read, ``message`` only where
+    :func:`~stacklens.trace.skew.clock_messages` says a rule reads it. A single host is
+    found from the ``host`` column alone (no offsets)."""
+    if pl.scan_parquet(path).select(pl.col("host").drop_nulls().n_unique()).collect().item() < 2:
+        return pl.DataFrame(schema=TABLES["clock_offsets"])
+    cols = [c for c in columns if c in LINK_COLUMNS and c not in _LINK_ONLY]
+    ev = (
+        pl.scan_parquet(path)
+        .select(cols)
+        .with_columns(message=pl.when(clock_messages()).then(pl.col("message")))
+        .collect(engine="streaming")
+    )
+    return correct_clocks(ev, apply=False)[1]
+
+
+def _corrected(path: Path, offsets: pl.DataFrame) -> pl.DataFrame:
+    """What linking and orphan adoption read, on corrected time, in ``correct_clocks``' row
+    order (grouped by UTC day, days in order of first record, when there are offsets):
+    ``_row`` (UInt32, the row in the file), ``ts_ns`` and the columns of :data:`_LINKED`,
+    ``message`` only for orphan candidates. The offsets are applied per (host, day) as
+    :func:`~stacklens.trace.skew.apply_offsets` does."""
+    ev = (
+        pl.scan_parquet(path)
+        .select("ts_ns", "host", *_LINKED, message=pl.when(_ORPHAN).then(pl.col("message")))
+        .with_row_index("_row")
+        .collect(engine="streaming")
+    )
+    if not offsets.height:  # one host: nothing moves
+        return ev.drop("host")
+    shift = offsets.filter(pl.col("applied")).select(
+        "host",
+        _day=pl.col("day").str.to_date().cast(pl.Int64),
+        _shift=(pl.col("offset_s") * 1e9).round().cast(pl.Int64),
+    )
+    key = (
+        ev.select("host", _day=pl.col("ts_ns") // _DAY_NS)
+        .with_row_index("_i")
+        .with_columns(_first=pl.col("_i").min().over("_day"))
+        .sort("_first", maintain_order=True)
+        .join(shift, on=["host", "_day"], how="left", maintain_order="left")
+        .select("_i", "_shift")
+    )
+    ev = ev.drop("host")
+    ordered = key.get_column("_i")
+    if not bool((ordered == pl.int_range(len(ordered), dtype=pl.UInt32, eager=True)).all()):
+        ev = ev.select(pl.all().gather(ordered))
+    return ev.with_columns(ts_ns=pl.col("ts_ns") + key.get_column("_shift").fill_null(0))
+
+
+def _pack(keys: pl.DataFrame, b: int) -> pl.DataFrame:
+    """``_comp`` -> ``_b`` (UInt32): components into ``b`` buckets by size, largest first into
+    the least filled bucket, so the buckets hold about the same number of records."""
+    import heapq
+
+    sizes = keys.group_by("_comp").len().sort(["len", "_comp"], descending=[True, False])
+    heap = [(0, i) for i in range(b)]
+    out = []
+    for n in sizes.get_column("len").to_list():
+        load, i = heapq.heappop(heap)
+        out.append(i)
+        heapq.heappush(heap, (load + n, i))
+    return sizes.select("_comp", _b=pl.Series(out, dtype=pl.UInt32))
+
+
+def _components(linked: pl.DataFrame) -> pl.DataFrame:
+    """``trace_id`` -> ``_comp`` (a trace id standing for the component) for the traces that
+    share an ``rpc_id`` with another trace (union-find); other traces are their own."""
+    rp = (
+        linked.filter(pl.col("rpc_id").is_not_null() & pl.col("rpc_kind").is_in(_FLOW_KINDS))
+        .select("rpc_id", "trace_id")
+        .unique()
+        .filter(pl.len().over("rpc_id") > 1)
+        .sort("rpc_id", "trace_id")
+    )
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        root = x
+        while parent.get(root, root) != root:
+            root = parent[root]
+        while parent.get(x, x) != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    for _rid, traces in rp.group_by("rpc_id", maintain_order=True).agg("trace_id").iter_rows():
+        first = find(traces[0])
+        for t in traces[1:]:
+            r = find(t)
+            if r != first:
+                lo, hi = sorted((first, r))
+                parent[hi] = lo
+                first = lo
+    names = sorted(parent)
+    return pl.DataFrame(
+        {"trace_id": names, "_comp": [find(t) for t in names]},
+        schema={"trace_id": pl.String, "_comp": pl.String},
+    )
+
+
+def _split(path: Path, columns: Sequence[str], keys: pl.DataFrame, tmp: Path) -> None:
+    """Write each record of a trace (``eid``, ``columns`` with ``ts_ns`` corrected,
+    ``req_local``, ``trace_id``: :func:`~stacklens.trace.link_all`'s columns and order) to
+    ``tmp/<bucket>/<batch>.parquet``."""
+    import pyarrow.parquet as papq
+
+    schema = {c: TABLES["events"][c] for c in columns}
+    rows = keys.get_column("_row")
+    off = 0
+    pf = papq.ParquetFile(path)
+    for i, batch in enumerate(pf.iter_batches(batch_size=_BATCH, columns=list(columns))):
+        n = batch.num_rows
+        lo, hi = int(rows.search_sorted(off)), int(rows.search_sorted(off + n))
+        k = keys.slice(lo, hi - lo)
+        off += n
+        if not k.height:
+            continue
+        df = pl.DataFrame(pl.from_arrow(batch)).cast(schema)  # type: ignore[arg-type]
+        idx = (k.get_column("_row").cast(pl.Int64) - (off - n)).alias("_i")
+        df = df.select(pl.all().gather(idx)).with_columns(ts_ns=k.get_column("ts_ns"))
+        df = pl.concat([k.select("eid"), df, k.select("req_local", "trace_id", "_b")],
+                       how="horizontal")
+        for (bk,), g in df.partition_by("_b", as_dict=True, include_key=False).items():
+            d = tmp / str(bk)
+            d.mkdir(exist_ok=True)
+            g.write_parquet(d / f"{i:06d}.parquet", compression="lz4")
+
+
+def _merge(parts: dict[str, list[pl.DataFrame]]) -> dict[str, pl.DataFrame]:
+    """Concatenate the buckets' tables in the whole-frame path's row order."""
+    names = ("spans", "flows", "traces", "breakdown", "phases")
+    cat = {n: (pl.concat(parts[n]) if parts.get(n) else pl.DataFrame(schema=TABLES[n]))
+           for n in names}
+    out = {n: cat[n].sort("trace_id", maintain_order=True)
+           for n in ("spans", "traces", "breakdown")}
+    rank = pl.col("phase").replace_strict(_PHASES, list(range(len(_PHASES))),
+                                          return_dtype=pl.Int32)
+    out["phases"] = cat["phases"].sort(rank, pl.col("trace_id"), maintain_order=True)
+    fl = cat["flows"]
+    http = pl.col("kind") == "http"
+    out["flows"] = pl.concat([
+        fl.filter(~http).sort("trace_id", maintain_order=True),
+        fl.filter(http).sort("send_ns", "trace_id", maintain_order=True),
+    ])
+    return out

@@ -1,0 +1,179 @@
+"""The bounded-memory trace stage (stacklens.trace.bounded) writes the same tables as the
+whole-frame path (stacklens.trace.build_traces): same rows, values, dtypes and row order, on the
+real log sets and on synthetic events built for the cross-trace cases."""
+
+from __future__ import annotations
+
+import random
+
+import polars as pl
+import pytest
+from conftest import DATA, need
+from polars.testing import assert_frame_equal
+
+from stacklens.errors import UserError
+from stacklens.pipeline import _NOT_TRACED, ingest_step, trace_step
+from stacklens.schema import EVENTS, TABLES
+from stacklens.store import RunStore
+from stacklens.trace import build_traces
+from stacklens.trace.bounded import BUCKETS_ENV, MEM_ENV, bucket_count, build_traces_bounded
+
+NAMES = ("spans", "flows", "traces", "breakdown", "phases", "clock_offsets")
+COLS = [c for c in TABLES["events"] if c not in _NOT_TRACED]
+
+
+def _same(store: RunStore, buckets: int) -> dict[str, pl.DataFrame]:
+    whole = build_traces(store.read("events", columns=COLS))
+    got = build_traces_bounded(store.tables_dir / "events.parquet", COLS, buckets=buckets)
+    assert set(got) == set(NAMES)
+    for name in NAMES:
+        assert_frame_equal(got[name], whole[name], check_row_order=True, check_dtypes=True)
+    return whole
+
+
+@pytest.fixture(scope="module", params=["devstack-gate-cinder-ci-2016", "oslogmerger-osp7-router",
+                                        "devstack-mitaka-kyuhwi", "loghub-2k"])
+def real_store(request, tmp_path_factory) -> RunStore:
+    path = need(DATA / "oslo-logs" / request.param)
+    store = RunStore(tmp_path_factory.mktemp(request.param))
+    ingest_step(store, [str(path)])
+    return store
+
+
+@pytest.mark.parametrize("buckets", [4, 7])
+def test_real_logs_identical(real_store: RunStore, buckets: int) -> None:
+    whole = _same(real_store, buckets)
+    if "devstack-gate" in str(real_store.path):
+        assert whole["traces"].height > 100 and whole["flows"].height > 0
+
+
+# -- synthetic events ------------------------------------------------------------------------
+
+def _row(**kw: object) -> dict[str, object]:
+    return {c: kw.get(c) for c in EVENTS}
+
+
+def _synthetic(n_traces: int = 40, seed: int = 7) -> pl.DataFrame:
+    """Requests over two hosts (API and conductor on ``ctl``, compute on ``cmp``, whose clock
+    runs 40 ms late), with the cross-trace cases: RPC receipts without a request id, a receipt
+    and a reply logged under a stale context of another request, downstream requests carrying
+    the global request id, instance-only records inside and after a trace's window (an orphan
+    completion marker), and background records of no trace."""
+    rnd = random.Random(seed)
+    rows = []
+    t = 1_600_000_000 * 10**9
+    skew = 40_000_000
+    prev = None
+    for k in range(n_traces):
+        rid, inst = f"req-{k:08x}-0000-4000-8000-000000000000", f"{k:08x}-1111-4000-8000-000000000000"
+        t += rnd.randint(1, 50) * 10**6
+        base = {"request_id": rid, "pid": 100 + k % 3}
+        api = {**base, "host": "ctl", "service": "nova-api", "logger": "nova.api.openstack"}
+        rows.append(_row(ts_ns=t, level="INFO", message="Starting request", **api))
+        call, cast = f"m{k:04d}", f"u{k:04d}"
+        rows.append(_row(ts_ns=t + 1_000_000, level="DEBUG", logger="oslo_messaging._drivers.amqpdriver",
+                         message=f"CALL msg_id: {call} exchange 'nova' topic 'conductor'",
+                         rpc_kind="call", rpc_id=call, rpc_topic="conductor",
+                         **{k2: v for k2, v in api.items() if k2 != "logger"}))
+        # receipt: no request id (inherits the sender's), or a stale context of the previous request
+        stale = prev if (k % 5 == 3 and prev) else None
+        cond = {"host": "ctl", "service": "nova-conductor", "pid": 200}
+        rows.append(_row(ts_ns=t + 2_000_000, level="DEBUG", logger="oslo_messaging._drivers.amqpdriver",
+                         message=f"received message msg_id: {call} reply to reply_x",
+                         rpc_kind="recv_call", rpc_id=call, request_id=stale, **cond))
+        rows.append(_row(ts_ns=t + 3_000_000, level="INFO", logger="nova.conductor.manager",
+                         message="building", request_id=rid, instance_uuid=inst, **cond))
+        rows.append(_row(ts_ns=t + 4_000_000, level="DEBUG", logger="oslo_messaging._drivers.amqpdriver",
+                         message=f"CAST unique_id: {cast} exchange 'nova' topic 'compute'",
+                         rpc_kind="cast", rpc_id=cast, rpc_topic="compute", request_id=rid, **cond))
+        # the reply, under a stale context every third request
+        rows.append(_row(ts_ns=t + 5_000_000, level="DEBUG", logger="oslo_messaging._drivers.amqpdriver",
+                         message=f"sending reply msg_id: {call} reply queue: reply_x",
+                         rpc_kind="reply_send", rpc_id=call,
+                         request_id=(prev if (k % 3 == 1 and prev) else rid), **cond))
+        rows.append(_row(ts_ns=t + 6_000_000, level="INFO",
+                         message="POST /v2.1/servers status: 202", http_method="POST",
+                         http_path="/v2.1/servers", http_status=202 if k % 7 else 500,
+                         http_dur_s=0.006, **api))
+        cpu = {"host": "cmp", "service": "nova-compute", "pid": 300 + k % 2}
+        c0 = t + 20_000_000 - skew
+        rows.append(_row(ts_ns=c0, level="DEBUG", logger="oslo_messaging._drivers.amqpdriver",
+                         message=f"received message with unique_id: {cast}", rpc_kind="recv_cast",
+                         rpc_id=cast, **cpu))
+        msgs = ["Attempting claim: memory 512 MB", "Claim successful on node cmp",
+                "Start spawning the instance on the hypervisor.",
+                "Took 3.10 seconds to spawn the instance on the hypervisor."]
+        for j, m in enumerate(msgs):
+            rows.append(_row(ts_ns=c0 + (j + 1) * 10**8, level="INFO", logger="nova.compute.manager",
+                             message=f"[instance: {inst}] {m}", request_id=rid, instance_uuid=inst, **cpu))
+        if k % 4 == 0:
+            rows.append(_row(ts_ns=c0 + 5 * 10**8, level="ERROR", logger="nova.compute.manager",
+                             message=f"[instance: {inst}] Instance failed to spawn", request_id=rid,
+                             instance_uuid=inst, file="n-cpu.log", line_no=k, **cpu))
+        # downstream request carrying the global request id (neutron, Pike on)
+        nid = f"req-{k:08x}-2222-4000-8000-000000000000"
+        rows.append(_row(ts_ns=c0 + 2 * 10**8, level="INFO", host="cmp", service="neutron-server",
+                         pid=400, logger="neutron.wsgi", request_id=nid, global_request_id=rid,
+                         message="POST /v2.0/ports status: 201", http_method="POST",
+                         http_path="/v2.0/ports", http_status=201, http_dur_s=0.05))
+        # instance-only records: one inside the window (link rule 4), one orphan completion
+        # marker after it (adopted), one lifecycle record long after (no trace)
+        rows.append(_row(ts_ns=c0 + 3 * 10**8, level="INFO", logger="nova.compute.manager",
+                         message=f"[instance: {inst}] VM Started (Lifecycle Event)",
+                         instance_uuid=inst, **cpu))
+        rows.append(_row(ts_ns=c0 + 9 * 10**8, level="INFO", logger="nova.virt.libvirt.driver",
+                         message=f"[instance: {inst}] Instance spawned successfully.",
+                         instance_uuid=inst, **cpu))
+        if k % 2:
+            rows.append(_row(ts_ns=c0 + 10**9, level="INFO", logger="nova.compute.manager",
+                             message=f"[instance: {inst}] Took 5.0 seconds to build instance.",
+                             took_s=5.0, took_what="build instance", request_id=rid,
+                             instance_uuid=inst, **cpu))
+        rows.append(_row(ts_ns=t + 7_000_000, level="DEBUG", host="ctl", service="nova-scheduler",
+                         pid=500, logger="oslo_service.periodic_task",
+                         message="Running periodic task SchedulerManager._expire"))
+        prev = rid
+    df = pl.DataFrame(rows, schema=EVENTS, orient="row")
+    return df.sample(fraction=1.0, shuffle=True, seed=seed)  # ingest order is not time order
+
+
+@pytest.mark.parametrize("buckets", [2, 4, 7])
+def test_synthetic_cross_trace_identical(tmp_path, buckets: int) -> None:
+    store = RunStore(tmp_path)
+    store.write({"events": _synthetic()})
+    whole = _same(store, buckets)
+    tr, fl = whole["traces"], whole["flows"]
+    assert tr.height >= 40 and whole["clock_offsets"].height > 0
+    # the cases are there: a flow whose receiver sits in another trace, adopted markers
+    span_trace = whole["spans"].select("span_id", "trace_id")
+    cross = fl.join(span_trace.rename({"span_id": "dst_span_id", "trace_id": "_dst"}),
+                    on="dst_span_id").filter(pl.col("_dst") != pl.col("trace_id"))
+    assert cross.height > 0
+    assert (tr["outcome"] == "failed").any() and (tr["outcome"] == "success").any()
+    assert whole["phases"].height > 0
+
+
+def test_trace_step_records_buckets(tmp_path, monkeypatch) -> None:
+    store = RunStore(tmp_path)
+    events = _synthetic(12)
+    store.write({"events": events})
+    monkeypatch.setenv(BUCKETS_ENV, "3")
+    sec = trace_step(store)
+    assert sec.buckets == 3 and sec.wall_s is not None
+    whole = build_traces(events.select(COLS))
+    for name in NAMES:
+        assert_frame_equal(store.read(name), whole[name])
+
+
+def test_bucket_count_setting(monkeypatch) -> None:
+    monkeypatch.delenv(BUCKETS_ENV, raising=False)
+    monkeypatch.delenv(MEM_ENV, raising=False)
+    assert bucket_count(1000) == 1
+    assert bucket_count(10_000_000, mem_mib=1024) > 1
+    monkeypatch.setenv(MEM_ENV, "1")
+    assert bucket_count(10_000) > 1
+    monkeypatch.setenv(MEM_ENV, "lots")
+    with pytest.raises(UserError, match=MEM_ENV):
+        bucket_count(10)
+    monkeypatch.setenv(BUCKETS_ENV, "5")
+    assert bucket_count(10) == 5
