@@ -181,6 +181,21 @@ class RunStore:
             )
         return pl.read_parquet(pq, columns=columns)
 
+    def scan(self, name: str) -> pl.LazyFrame:
+        """Table ``name`` as a Polars lazy frame over its Parquet file: filters and column
+        selections are pushed into the read, so a query touches only the rows and columns it
+        needs (memory bounded by what it keeps). Raises StoreError when the stage has not
+        run, KeyError for an unknown table."""
+        if name not in TABLES:
+            raise KeyError(name)
+        pq = self.tables_dir / f"{name}.parquet"
+        if not pq.exists():
+            raise StoreError(
+                f"{self.path} has no '{name}' table: run the stage that makes it first "
+                f"(stacklens ingest / trace)"
+            )
+        return pl.scan_parquet(pq)
+
     def connect(self, read_only: bool = True) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection to the run's database, its views pointed at this folder's Parquet
         files (so a run folder can be moved or copied). Raises StoreError before ingest."""

@@ -49,7 +49,22 @@ def mine_store(store: RunStore) -> dict[str, pl.DataFrame]:
     """Read ``events`` and ``traces`` from ``store``, mine them (:func:`mine_error_templates`),
     write tables ``templates`` and ``error_templates``, and return them.
 
+    Only the records the mining reads are loaded (the ERROR/CRITICAL records and the failed
+    traces' first-error lines, five columns), so its memory follows the errors, not the logs:
+    the result equals :func:`mine_error_templates` over the whole tables.
+
     Raises :class:`~stacklens.errors.StoreError` when ingest or trace has not run."""
-    mined = mine_error_templates(store.read("events"), store.read("traces"))
+    traces = store.read("traces", columns=["trace_id", "error", "error_file", "error_line_no"])
+    where = traces.filter(pl.col("error").is_not_null()).select(
+        pl.col("error_file").alias("file"), pl.col("error_line_no").alias("line_no")
+    ).unique()
+    cols = ["level", "message", "continuation", "file", "line_no"]
+    ev = store.scan("events").select(cols)
+    events = pl.concat([
+        ev.filter(pl.col("level").is_in(ERROR_LEVELS)),
+        ev.filter(~pl.col("level").is_in(ERROR_LEVELS) | pl.col("level").is_null())
+        .join(where.lazy(), on=["file", "line_no"], how="semi"),
+    ]).collect()
+    mined = mine_error_templates(events, traces)
     store.write(mined)
     return mined

@@ -1,0 +1,65 @@
+"""``mine_store`` reads only the records the mining uses (ERROR/CRITICAL records and the failed
+traces' first-error lines) and gives exactly what ``mine_error_templates`` gives over the whole
+tables: on the real log sets and on a store whose failed trace's first error is a WARNING record
+whose message is trivial (``LOG.exception('Error')``-like), mined from its traceback."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from conftest import DATA, need
+from polars.testing import assert_frame_equal
+
+from stacklens.analyze.mining import mine_error_templates, mine_store
+from stacklens.errors import StoreError
+from stacklens.pipeline import ingest_step, trace_step
+from stacklens.schema import EVENTS, TRACES, conform
+from stacklens.store import RunStore
+
+
+def _whole(store: RunStore) -> dict[str, pl.DataFrame]:
+    return mine_error_templates(store.read("events"), store.read("traces"))
+
+
+@pytest.mark.parametrize("name", ["devstack-gate-cinder-ci-2016", "oslogmerger-osp7-router"])
+def test_real_logs_same_as_whole_tables(tmp_path, name):
+    store = RunStore(tmp_path)
+    ingest_step(store, [str(need(DATA / "oslo-logs" / name))])
+    trace_step(store)
+    got = mine_store(store)
+    for k, want in _whole(store).items():
+        assert_frame_equal(got[k], want, check_row_order=True)
+    assert got["templates"].height > 0
+
+
+def test_failed_trace_on_a_warning_line_keeps_its_traceback(tmp_path):
+    store = RunStore(tmp_path)
+    rows = [{c: None for c in EVENTS} | r for r in [
+        {"level": "INFO", "message": "all fine", "file": "a.log", "line_no": 1},
+        {"level": "ERROR", "message": "Failed to allocate network(s) for x", "file": "a.log",
+         "line_no": 2},
+        {"level": "WARNING", "message": "Error",
+         "continuation": "Traceback (most recent call last):\nNoValidHost: none",
+         "file": "b.log", "line_no": 7},
+        {"level": None, "message": "no level at all", "file": "b.log", "line_no": 8},
+    ]]
+    store.write({"events": conform(pl.DataFrame(rows, schema=EVENTS), "events")})
+    traces = [{c: None for c in TRACES} | {"trace_id": f"req-{i}", **r} for i, r in enumerate([
+        {"error": "Error", "error_file": "b.log",
+         "error_line_no": 7},
+        {"error": "Failed to allocate network(s) for x", "error_file": "a.log",
+         "error_line_no": 2},
+        {},
+    ])]
+    store.write({"traces": conform(pl.DataFrame(traces, schema=TRACES), "traces")})
+    got = mine_store(store)
+    for k, want in _whole(store).items():
+        assert_frame_equal(got[k], want, check_row_order=True)
+    assert got["error_templates"].height == 2
+    # the trivial message is mined from its traceback, which only the WARNING line holds
+    assert "NoValidHost" in got["error_templates"]["template"][0]
+
+
+def test_before_trace_says_so(tmp_path):
+    with pytest.raises(StoreError):
+        mine_store(RunStore(tmp_path))
