@@ -158,8 +158,12 @@ def test_trace_step_records_buckets(tmp_path, monkeypatch) -> None:
     events = _synthetic(12)
     store.write({"events": events})
     monkeypatch.setenv(BUCKETS_ENV, "3")
+    stale = store.tables_dir / ".trace-buckets-killed" / "0"  # left by a killed trace run
+    stale.mkdir(parents=True)
+    (stale / "000000.parquet").write_bytes(b"half")
     sec = trace_step(store)
     assert sec.buckets == 3 and sec.wall_s is not None
+    assert not list(store.tables_dir.glob(".trace-buckets-*"))
     whole = build_traces(events.select(COLS))
     for name in NAMES:
         assert_frame_equal(store.read(name), whole[name])

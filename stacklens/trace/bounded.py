@@ -70,6 +70,9 @@ DEFAULT_MEM_MIB = 2048
 #: Peak bytes per record of the whole-frame trace stage (measured on the bench corpora:
 #: ~6.8 GB over 3.5 M records of the 10 M-line corpus, rounded up).
 BYTES_PER_EVENT = 2000
+#: Name prefix of the temporary bucket folders beside the events file (a run killed during
+#: the trace stage leaves one; the next trace of that run folder removes it).
+_TMP_PREFIX = ".trace-buckets-"
 #: Records per batch of the pass that splits the events into buckets.
 _BATCH = 500_000
 #: RPC records whose ``rpc_id`` :func:`~stacklens.trace.spans.build_flows` pairs.
@@ -122,7 +125,7 @@ def build_traces_bounded(
     ``buckets`` buckets (None: :func:`bucket_count` of the file's rows). Returns the same
     dict of conformed frames, identical to the whole-frame path's. ``on_bucket(done, total)``
     is called after each bucket. Temporary bucket files go to a folder beside
-    ``events_path``, removed on return. Raises ``OSError`` on unreadable or unwritable
+    ``events_path``, removed on return (and those of a killed earlier run, at the start). Raises ``OSError`` on unreadable or unwritable
     files, :class:`~stacklens.errors.UserError` on a bad setting."""
     import pyarrow.parquet as papq
 
@@ -134,7 +137,9 @@ def build_traces_bounded(
             on_bucket(1, 1)
         return out
     keys, offsets = _pass1(events_path, columns, b)
-    tmp = Path(tempfile.mkdtemp(prefix=".trace-buckets-", dir=events_path.parent))
+    for stale in events_path.parent.glob(_TMP_PREFIX + "*"):  # of a killed earlier run
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=events_path.parent))
     try:
         _split(events_path, columns, keys, tmp)
         del keys
