@@ -8,7 +8,8 @@ LINK_COLUMNS`), ``message`` only where a rule reads it (clock rules:
 :func:`~stacklens.trace.skew.clock_messages`; orphan markers: records with an instance tag but
 no request id or RPC kind), every other message null, in two reads: the clock columns for
 the offsets (:func:`~stacklens.trace.clocks.correct_clocks` with ``apply=False``), then the
-linking columns, to which the offsets are applied as ``correct_clocks`` would. The outcome per
+linking columns (the ids linking compares held as categoricals: :data:`_IDS`), to which the
+offsets are applied as ``correct_clocks`` would. The outcome per
 record is kept: corrected ``ts_ns``, ``trace_id``, ``req_local``, ``eid``. Records without a trace are dropped here:
 no trace-stage table reads them after linking (spans, flows, traces, breakdown and phases are
 all built from :func:`~stacklens.trace.spans.timed_events`, which keeps only records of a
@@ -31,9 +32,9 @@ phase, then ``trace_id``; flows: RPC flows by ``trace_id``, then HTTP flows by `
 Setting: ``STACKLENS_TRACE_MEM_MIB`` (MiB, default :data:`DEFAULT_MEM_MIB`) sets
 ``B = ceil(records * BYTES_PER_EVENT / budget)``; ``B = 1`` (small input) is exactly the
 whole-frame path. ``STACKLENS_TRACE_BUCKETS`` forces ``B``. What the budget does not bound:
-pass 1 (narrow, but one row per record: about 2.1 GiB peak for the 3.5 M records of the 10 M
-line bench corpus), the output tables, and a single component larger than a bucket's share
-(a long-lived periodic-task request id makes one trace of 233 k records there).
+pass 1 (narrow, but one row per record: about 1.6 GiB peak for the 3.5 M records of the 10 M
+line bench corpus, most of it the clock-offset estimate), the output tables, and a single
+component larger than a bucket's share (a long-lived periodic-task request id makes one trace of 233 k records there).
 Time: about the same as the whole-frame path (one more read of the narrow columns and one of
 the traced columns, less copying), whatever ``B``.
 """
@@ -67,9 +68,12 @@ MEM_ENV = "STACKLENS_TRACE_MEM_MIB"
 BUCKETS_ENV = "STACKLENS_TRACE_BUCKETS"
 #: Budget of the trace stage's per-bucket working set, MiB.
 DEFAULT_MEM_MIB = 2048
-#: Peak bytes per record of the whole-frame trace stage (measured on the bench corpora:
-#: ~6.8 GB over 3.5 M records of the 10 M-line corpus, rounded up).
-BYTES_PER_EVENT = 2000
+#: Bytes of budget per record. The whole-frame stage peaks at ~2 KB per record (6.8 GB over
+#: the 3.5 M records of the 10 M-line bench corpus); the bounded stage also keeps ~1.2 GB that
+#: does not shrink with more buckets (pass 1's residue, the buckets' outputs), so a bucket gets
+#: less than the whole budget: with 4,500 B the 10 M-line corpus runs in 8 buckets and peaks at
+#: ~1.96 GB (4 buckets: ~2.3 GB). Measured on that one corpus; other logs may differ.
+BYTES_PER_EVENT = 4500
 #: Name prefix of the temporary bucket folders beside the events file (a run killed during
 #: the trace stage leaves one; the next trace of that run folder removes it).
 _TMP_PREFIX = ".trace-buckets-"
@@ -84,6 +88,9 @@ _ORPHAN = (pl.col("request_id").is_null() & pl.col("rpc_kind").is_null()
 #: What linking and orphan adoption read besides ``ts_ns`` and ``message``.
 _LINKED = ("request_id", "global_request_id", "instance_uuid", "http_method", "http_path",
            "http_status", "rpc_kind", "rpc_id")
+#: Of those, the identifiers linking only compares (equality, joins, first non-null): held as
+#: categoricals in pass 1, each distinct id stored once instead of once per record.
+_IDS = ("request_id", "global_request_id", "instance_uuid", "rpc_id")
 #: Of those, the columns no clock rule reads.
 _LINK_ONLY = ("instance_uuid", "http_method", "http_path")
 _PHASES = ["claim", "network", "block_device", "spawn", "teardown", "resource_cleanup", "build"]
@@ -166,7 +173,8 @@ def _pass1(path: Path, columns: Sequence[str], b: int) -> tuple[pl.DataFrame, pl
     ``req_local``, ``trace_id`` (String), ``_b`` (UInt32 bucket)."""
     offsets = _offsets(path, columns)
     linked = adopt_orphan_markers(link_events(_corrected(path, offsets)))
-    linked = linked.filter(pl.col("trace_id").is_not_null())
+    linked = linked.filter(pl.col("trace_id").is_not_null()).with_columns(
+        pl.col("trace_id", "req_local", "rpc_id").cast(pl.String))
     keys = (
         linked.select("_row", "eid", "ts_ns", "req_local", "trace_id")
         .join(_components(linked), on="trace_id", how="left", maintain_order="left")
@@ -206,6 +214,7 @@ def _corrected(path: Path, offsets: pl.DataFrame) -> pl.DataFrame:
     ev = (
         pl.scan_parquet(path)
         .select("ts_ns", "host", *_LINKED, message=pl.when(_ORPHAN).then(pl.col("message")))
+        .with_columns(pl.col(*_IDS).cast(pl.Categorical))
         .with_row_index("_row")
         .collect(engine="streaming")
     )
