@@ -171,21 +171,18 @@ class RunStore:
     def read(self, name: str, columns: list[str] | None = None) -> pl.DataFrame:
         """Table ``name`` as a Polars frame (only ``columns``, in that order, when given: the
         others are not read). Raises StoreError when the stage has not run."""
-        if name not in TABLES:
-            raise KeyError(name)
-        pq = self.tables_dir / f"{name}.parquet"
-        if not pq.exists():
-            raise StoreError(
-                f"{self.path} has no '{name}' table: run the stage that makes it first "
-                f"(stacklens ingest / trace)"
-            )
-        return pl.read_parquet(pq, columns=columns)
+        return pl.read_parquet(self._written(name), columns=columns)
 
     def scan(self, name: str) -> pl.LazyFrame:
         """Table ``name`` as a Polars lazy frame over its Parquet file: filters and column
         selections are pushed into the read, so a query touches only the rows and columns it
         needs (memory bounded by what it keeps). Raises StoreError when the stage has not
         run, KeyError for an unknown table."""
+        return pl.scan_parquet(self._written(name))
+
+    def _written(self, name: str) -> Path:
+        """The Parquet file of table ``name``. Raises KeyError for an unknown table,
+        StoreError when the stage that writes it has not run."""
         if name not in TABLES:
             raise KeyError(name)
         pq = self.tables_dir / f"{name}.parquet"
@@ -194,7 +191,7 @@ class RunStore:
                 f"{self.path} has no '{name}' table: run the stage that makes it first "
                 f"(stacklens ingest / trace)"
             )
-        return pl.scan_parquet(pq)
+        return pq
 
     def connect(self, read_only: bool = True) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection to the run's database, its views pointed at this folder's Parquet
