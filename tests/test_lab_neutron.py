@@ -178,9 +178,15 @@ def test_lab_neutron_port_storm(tmp_path):
         log = (root / "logs/controller/var/log/neutron/neutron-server.log").read_text()
         assert all(rid.startswith("req-") and rid in log for _, rid in made)
 
-        time.sleep(3)  # the stand-ins dump their counts every 2 s
-        counts = [json.loads((root / f"run/{nt.agent_name(f'fake-{i}')}.counts.json")
-                             .read_text()) for i in range(1, K_COMPUTES + 1)]
+        # a stand-in counts a device up when update_device_list's reply comes back, which is
+        # after neutron-server set the port ACTIVE (seen seconds later on a loaded machine);
+        # and it dumps its counts every 2 s: wait, bounded
+        for _ in range(30):
+            time.sleep(2)
+            counts = [json.loads((root / f"run/{nt.agent_name(f'fake-{i}')}.counts.json")
+                                 .read_text()) for i in range(1, K_COMPUTES + 1)]
+            if sum(c["devices_up"] for c in counts) >= N_PORTS:
+                break
         assert sum(c["devices_up"] for c in counts) == N_PORTS
         for c in counts:
             port_topic = next(t for t in c["received"] if t.startswith("neutron-vo-Port-"))
