@@ -26,7 +26,6 @@ from typing import Any
 
 from stacklens.analyze.build import build_report
 from stacklens.analyze.mining import mine_store
-from stacklens.errors import StoreError
 from stacklens.ingest.names import NameMap
 from stacklens.ingest.pipeline import ingest
 from stacklens.ingest.tokenize import native_wanted
@@ -123,9 +122,7 @@ def trace_step(store: RunStore, on_progress: OnProgress | None = None) -> TraceS
     Raises :class:`~stacklens.errors.StoreError` before ingest,
     :class:`~stacklens.errors.UserError` on a bad memory setting."""
     t0 = time.perf_counter()
-    if not store.has("events"):
-        raise StoreError(f"{store.path} has no 'events' table: run the stage that makes it "
-                         "first (stacklens ingest / trace)")
+    events = store.parquet_path("events")  # StoreError before ingest
     # every column but the continuation text, the largest, which no trace rule reads
     cols = [c for c in TABLES["events"] if c not in _NOT_TRACED]
     n_buckets = 1
@@ -136,7 +133,7 @@ def trace_step(store: RunStore, on_progress: OnProgress | None = None) -> TraceS
         if on_progress is not None:
             on_progress(StageProgress("trace", done, total))
 
-    tables = build_traces_bounded(store.tables_dir / "events.parquet", cols,
+    tables = build_traces_bounded(events, cols,
                                   on_bucket=bucket_done)
     store.write(tables)
     section = TraceSection(traces=tables["traces"].height, spans=tables["spans"].height,

@@ -171,16 +171,16 @@ class RunStore:
     def read(self, name: str, columns: list[str] | None = None) -> pl.DataFrame:
         """Table ``name`` as a Polars frame (only ``columns``, in that order, when given: the
         others are not read). Raises StoreError when the stage has not run."""
-        return pl.read_parquet(self._written(name), columns=columns)
+        return pl.read_parquet(self.parquet_path(name), columns=columns)
 
     def scan(self, name: str) -> pl.LazyFrame:
         """Table ``name`` as a Polars lazy frame over its Parquet file: filters and column
         selections are pushed into the read, so a query touches only the rows and columns it
         needs (memory bounded by what it keeps). Raises StoreError when the stage has not
         run, KeyError for an unknown table."""
-        return pl.scan_parquet(self._written(name))
+        return pl.scan_parquet(self.parquet_path(name))
 
-    def _written(self, name: str) -> Path:
+    def parquet_path(self, name: str) -> Path:
         """The Parquet file of table ``name``. Raises KeyError for an unknown table,
         StoreError when the stage that writes it has not run."""
         if name not in TABLES:
