@@ -36,6 +36,7 @@ same ids and templates) and performs no I/O.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
@@ -216,6 +217,10 @@ _TB_NOISE = re.compile(
     r"The above exception was the direct cause|\s*\^+\s*$)"
 )
 _TRIVIAL = re.compile(r"^[\W_]*(?:\w+)?[\W_]*$")
+#: distinct messages whose pre-processed, masked text is remembered (errors repeat: 60,583
+#: ERROR records of 302 distinct messages in the 10 M-line benchmark corpus); masking is ~30
+#: regex substitutions per message, two thirds of the mining time without the cache
+_CACHE_ENTRIES = 1 << 16
 
 
 def exception_line(continuation: str | None) -> str | None:
@@ -234,12 +239,18 @@ def exception_line(continuation: str | None) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=_CACHE_ENTRIES)
+def _trivial(message: str) -> bool:
+    """True when ``message`` is empty or at most one word once pre-processed."""
+    return _TRIVIAL.match(preprocess(message)[1]) is not None
+
+
 def error_text(message: str | None, continuation: str | None) -> str:
     """The text to mine for an ERROR record: its message, or the traceback's exception line
     (:func:`exception_line`) when the message is empty or trivial (at most one word, as
     ``LOG.exception('')`` or ``LOG.exception('Error')`` give) and there is one."""
     msg = message or ""
-    if _TRIVIAL.match(preprocess(msg)[1]):
+    if _trivial(msg):
         exc = exception_line(continuation)
         if exc:
             tag = _INSTANCE_TAG.match(msg)
@@ -284,6 +295,7 @@ class TemplateMiner:
         self._miners: dict[bool, drain3.TemplateMiner] = {}
         self._ids: dict[tuple[bool, int], int] = {}
         self._keys: list[tuple[bool, int]] = []
+        self._mask_cache: dict[str, tuple[bool, str]] = {}
 
     def _miner(self, tagged: bool) -> drain3.TemplateMiner:
         miner = self._miners.get(tagged)
@@ -292,11 +304,25 @@ class TemplateMiner:
             self._miners[tagged] = miner
         return miner
 
+    def _masked(self, message: str) -> tuple[bool, str]:
+        """``(had_instance_tag, pre-processed and masked text)``, remembered per message
+        (pure: the same message always gives the same text)."""
+        hit = self._mask_cache.get(message)
+        if hit is None:
+            tagged, text = preprocess(message)
+            hit = (tagged, self._miner(tagged).masker.mask(text))
+            if len(self._mask_cache) < _CACHE_ENTRIES:
+                self._mask_cache[message] = hit
+        return hit
+
     def add(self, message: str) -> int:
-        """Add one message; return its template id (int >= 1)."""
-        tagged, text = preprocess(message)
-        result = self._miner(tagged).add_log_message(text)
-        key = (tagged, int(result["cluster_id"]))
+        """Add one message; return its template id (int >= 1).
+
+        Same as ``drain3.TemplateMiner.add_log_message`` (mask, then Drain), with the masking
+        remembered per distinct message."""
+        tagged, masked = self._masked(message)
+        cluster, _ = self._miner(tagged).drain.add_log_message(masked)
+        key = (tagged, int(cluster.cluster_id))
         cid = self._ids.get(key)
         if cid is None:
             self._keys.append(key)
