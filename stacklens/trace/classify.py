@@ -415,7 +415,8 @@ def adopt_orphan_markers(linked: pl.DataFrame) -> pl.DataFrame:
     # no context of its own: unlinked, or linked only by the instance window (link rule 4)
     orphan = (pl.col("request_id").is_null() & pl.col("rpc_kind").is_null()
               & pl.col("instance_uuid").is_not_null())
-    if not linked.filter(orphan).height:
+    orphans = linked.filter(orphan)  # the candidates, filtered once (few of all records)
+    if not orphans.height:
         return linked
     api = pl.col("http_status").is_not_null()
     ops = (
@@ -435,7 +436,7 @@ def adopt_orphan_markers(linked: pl.DataFrame) -> pl.DataFrame:
     for m in MARKERS:
         if m.meaning not in ("done", "work", "failed", "spawn_failed"):
             continue
-        cand = linked.filter(orphan & body.str.contains(m.regex)).select("eid", "instance_uuid", "ts_ns")
+        cand = orphans.filter(body.str.contains(m.regex)).select("eid", "instance_uuid", "ts_ns")
         tr = ops.filter(pl.col("_op").is_in(list(m.ops))).select("trace_id", "instance_uuid", "_t0")
         if cand.height and tr.height:
             found.append(
