@@ -153,6 +153,42 @@ def test_synthetic_cross_trace_identical(tmp_path, buckets: int) -> None:
     assert whole["phases"].height > 0
 
 
+def test_offsets_across_midnight_identical(tmp_path) -> None:
+    """Clock offsets are per host and UTC day: with the run straddling midnight (records in file
+    order shuffled, so the days' order of first record is not time order), the bounded stage's
+    folded clock frame gives the whole-frame offsets for both days."""
+    events = _synthetic()
+    t0 = 1_600_000_000 * 10**9
+    day = 86_400 * 10**9
+    shift = (t0 // day + 1) * day - (t0 + 10**9)  # midnight 1 s into the run
+    store = RunStore(tmp_path)
+    store.write({"events": events.with_columns(pl.col("ts_ns") + shift)})
+    whole = _same(store, 3)
+    assert whole["clock_offsets"].get_column("day").n_unique() == 2
+
+
+def test_offsets_host_seen_only_in_plain_records_of_a_day(tmp_path) -> None:
+    """A host whose only records of a day are plain ones of a request it also logged the day
+    before is still a host of that day (the note of a day without causal pairs names it)."""
+    day = 86_400 * 10**9
+    t = 1_600_000_000 * 10**9 // day * day + day - 10 * 10**9  # 10 s before midnight
+    rid, other = "req-00000001-0000-4000-8000-000000000000", "req-00000002-0000-4000-8000-000000000000"
+    a = {"host": "a", "service": "nova-api", "pid": 1, "logger": "nova.api.openstack"}
+    b = {"host": "b", "service": "nova-compute", "pid": 2, "logger": "nova.compute.manager"}
+    rows = [
+        _row(ts_ns=t, level="INFO", message="POST /v2.1/servers status: 202", request_id=rid,
+             http_method="POST", http_path="/v2.1/servers", http_status=202, http_dur_s=0.5, **a),
+        _row(ts_ns=t + 10**9, level="INFO", message="claim", request_id=rid, **b),
+        _row(ts_ns=t + 20 * 10**9, level="INFO", message="still building", request_id=rid, **b),
+        _row(ts_ns=t + 21 * 10**9, level="INFO", message="listing", request_id=other, **a),
+    ]
+    store = RunStore(tmp_path)
+    store.write({"events": pl.DataFrame(rows, schema=EVENTS, orient="row")})
+    whole = _same(store, 2)
+    second = whole["clock_offsets"].filter(pl.col("day") == pl.col("day").max())
+    assert second.height and "2 hosts (a, b)" in second.get_column("note")[0]
+
+
 def test_trace_step_records_buckets(tmp_path, monkeypatch) -> None:
     store = RunStore(tmp_path)
     events = _synthetic(12)

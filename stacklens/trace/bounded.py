@@ -191,18 +191,47 @@ def _pass1(path: Path, columns: Sequence[str], b: int) -> tuple[pl.DataFrame, pl
 def _offsets(path: Path, columns: Sequence[str]) -> pl.DataFrame:
     """The ``clock_offsets`` of :func:`~stacklens.trace.clocks.correct_clocks` (conformed),
     from the columns the clock rules read, ``message`` only where
-    :func:`~stacklens.trace.skew.clock_messages` says a rule reads it. A single host is
-    found from the ``host`` column alone (no offsets)."""
+    :func:`~stacklens.trace.skew.clock_messages` says a rule reads it, and the plain records
+    folded (:func:`_clock_frame`). A single host is found from the ``host`` column alone (no
+    offsets)."""
     if pl.scan_parquet(path).select(pl.col("host").drop_nulls().n_unique()).collect().item() < 2:
         return pl.DataFrame(schema=TABLES["clock_offsets"])
     cols = [c for c in columns if c in LINK_COLUMNS and c not in _LINK_ONLY]
-    ev = (
-        pl.scan_parquet(path)
+    return correct_clocks(_clock_frame(pl.scan_parquet(path).select(cols)), apply=False)[1]
+
+
+def _clock_frame(scan: pl.LazyFrame) -> pl.DataFrame:
+    """What the clock rules read, with the *plain* records folded: a record with no RPC kind or
+    id, no HTTP status and no message a rule reads (:func:`~stacklens.trace.skew.clock_messages`)
+    is read by a rule only through the earliest time of its (request id or global request id,
+    host) among records of a service or logger (:mod:`stacklens.trace.causal`: ``first``
+    records of a request per host), and by :func:`~stacklens.trace.clocks.correct_clocks`
+    through the hosts logging each UTC day and the days' order of first record. So the plain
+    records of one (host, service, logger, request id, global request id, UTC day) become one
+    row with their earliest ``ts_ns`` (``pid`` and ``http_dur_s`` null: no rule reads them on
+    such a record), in the place of the first: the offsets are the same (the 10 M-line
+    bench corpus: 2.43 M plain records fold into 168 k rows, the frame shrinks from 3.5 M to
+    1.26 M rows). Columns: ``scan``'s; rows in file order."""
+    said = clock_messages()
+    plain = (pl.col("rpc_kind").is_null() & pl.col("rpc_id").is_null()
+             & pl.col("http_status").is_null() & ~said)
+    ev = scan.with_row_index("_row")
+    cols = scan.collect_schema().names()
+    key = ["host", "service", "logger", "request_id", "global_request_id", "_day"]
+    kept = ev.filter(~plain).with_columns(message=pl.when(said).then(pl.col("message")))
+    folded = (
+        ev.filter(plain)
+        .with_columns(_day=pl.col("ts_ns") // _DAY_NS)
+        .group_by(key)
+        .agg(pl.col("_row").min(), pl.col("ts_ns").min())
+        .drop("_day")
+    )
+    return (
+        pl.concat([kept, folded], how="diagonal")
+        .sort("_row")
         .select(cols)
-        .with_columns(message=pl.when(clock_messages()).then(pl.col("message")))
         .collect(engine="streaming")
     )
-    return correct_clocks(ev, apply=False)[1]
 
 
 def _corrected(path: Path, offsets: pl.DataFrame) -> pl.DataFrame:
@@ -211,12 +240,15 @@ def _corrected(path: Path, offsets: pl.DataFrame) -> pl.DataFrame:
     ``_row`` (UInt32, the row in the file), ``ts_ns`` and the columns of :data:`_LINKED`,
     ``message`` only for orphan candidates. The offsets are applied per (host, day) as
     :func:`~stacklens.trace.skew.apply_offsets` does."""
+    scan = pl.scan_parquet(path).with_row_index("_row")
+    # the orphans' messages in a read of their own: a filtered scan decodes only their pages,
+    # where a column expression would decode every record's message (~0.5 GB more at 10 M lines)
+    said = scan.filter(_ORPHAN).select("_row", "message").collect(engine="streaming")
     ev = (
-        pl.scan_parquet(path)
-        .select("ts_ns", "host", *_LINKED, message=pl.when(_ORPHAN).then(pl.col("message")))
+        scan.select("_row", "ts_ns", "host", *_LINKED)
         .with_columns(pl.col(*_IDS).cast(pl.Categorical))
-        .with_row_index("_row")
         .collect(engine="streaming")
+        .join(said, on="_row", how="left", maintain_order="left")
     )
     if not offsets.height:  # one host: nothing moves
         return ev.drop("host")
