@@ -262,6 +262,11 @@ class TableWriter:
             self.write(pl.DataFrame(schema=TABLES[self.name]))
         assert self._w is not None
         self._w.close()
+        import pyarrow as pa
+
+        # Arrow's allocator keeps what the writer's batches freed (hundreds of MB after an
+        # ingest); give it back so the next stage of the same process can have it
+        pa.default_memory_pool().release_unused()
         self._part.replace(self.store.tables_dir / f"{self.name}.parquet")
         self.store.connect(read_only=False).close()
 
