@@ -5,14 +5,17 @@ The split is :mod:`stacklens.trace.bounded`'s. Pass 1 (:func:`~stacklens.trace.b
 link_pass`: clock correction, linking and orphan adoption over narrow columns, then traces
 sharing an RPC id joined and packed into buckets) runs on the driver, in Polars, from the
 events Parquet file: this is the part that is not distributed, and its memory is the
-driver's, about 450 B per traced record at its peak (the 10 M-line bench corpus has 3.5 M
-records). Its outcome per traced record (bucket ``_b``, corrected ``ts_ns``, ``eid``,
-``req_local``, ``trace_id``) is shipped to Spark and joined to the events Spark reads itself;
-``groupBy("_b").applyInArrow`` then runs the unchanged :func:`~stacklens.trace.trace_tables`
-on each bucket in a worker, and the driver collects the buckets' tables and puts them in the
-whole-frame path's row order (:func:`~stacklens.trace.bounded.merge_buckets`). The result is
-identical to :func:`~stacklens.trace.build_traces` and
-:func:`~stacklens.trace.bounded.build_traces_bounded`: rows, values, dtypes and row order.
+driver's. It reads every record of the file (narrow columns), not only the traced ones: its
+peak was ~840 B per record on the 1 M-line bench corpus (+516 MiB for 645,580 records, of
+which 395,150 traced), and :mod:`stacklens.trace.bounded` notes ~1.6 GiB for the 3.5 M records
+of the 10 M-line corpus (~490 B per record). Its outcome per traced record (bucket ``_b``,
+corrected ``ts_ns``, ``eid``, ``req_local``, ``trace_id``) is shipped to Spark and joined to
+the events Spark reads itself; ``groupBy("_b").applyInArrow`` then runs the unchanged
+:func:`~stacklens.trace.trace_tables` on each bucket in a worker, and the driver collects the
+buckets' tables and puts them in the whole-frame path's row order
+(:func:`~stacklens.trace.bounded.merge_buckets`). The result is identical to
+:func:`~stacklens.trace.build_traces` and :func:`~stacklens.trace.bounded.build_traces_bounded`:
+rows, values, dtypes and row order.
 
 The join key is the record's row in the events file (``_row``, 0-based), on the driver
 Polars' ``with_row_index`` over the file, in Spark the Parquet reader's hidden
@@ -24,16 +27,17 @@ imported from other formats, synthetic events), and an archive of several logs g
 so the events must be one Parquet file (a run folder's ``tables/events.parquet``), not a
 folder of part files.
 
-What goes where: the keys (~40 B per traced record, more with long trace ids) travel from the
+What goes where: the keys (~100 B per traced record in Polars, mostly the ids) travel from the
 driver to Spark once, as a local relation, so the driver's JVM holds them too
-(``spark.driver.memory``); they are joined by sort-merge (never broadcast); each bucket's traced records (all the ``columns``) sit in one worker at
-a time, a worker's memory bounded as in :mod:`stacklens.trace.bounded` by the bucket count;
-the output tables come back to the driver as Arrow IPC blobs (exact dtypes, no Spark type
-mapping) and are returned as Polars frames, ready for :meth:`stacklens.store.RunStore.write`.
-PySpark is optional (``pip install 'stacklens[spark]'``) and needs Java 17+; on a cluster,
-the events file must be readable by the driver (Polars: a local path, or ``s3://``, ``gs://``
-...) and by the executors (``spark_path``, e.g. the same file under ``hdfs://``), and the
-executors must be able to import stacklens.
+(``spark.driver.memory``); they are joined by sort-merge, never broadcast. Each bucket's
+traced records (all the ``columns``) sit in one Python worker at a time, so more buckets mean
+smaller workers, as in :mod:`stacklens.trace.bounded`, down to the largest component of
+traces sharing RPC ids (one bucket cannot be split). The output tables come back to the driver
+as Arrow IPC blobs (exact dtypes, no Spark type mapping) and are returned as Polars frames,
+ready for :meth:`stacklens.store.RunStore.write`. PySpark is optional
+(``pip install 'stacklens[spark]'``) and needs Java 17+. On a cluster, the driver reads the
+events file at a file-system path (local or mounted), the executors at ``spark_path`` (for
+example the same file under ``hdfs://``), and the executors must be able to import stacklens.
 
 Cost: on one machine this is slower than :mod:`stacklens.trace.bounded` (the 645,580 records
 of the 1 M-line bench corpus, 4 buckets: 15.5 s on ``local[2]`` with a warm session, 4.9 s
