@@ -61,7 +61,7 @@ from stacklens.vocab import RPC_SENDS, RpcKind
 
 __all__ = [
     "BUCKETS_ENV", "BYTES_PER_EVENT", "DEFAULT_MEM_MIB", "MEM_ENV", "bucket_count",
-    "build_traces_bounded",
+    "build_traces_bounded", "link_pass", "merge_buckets",
 ]
 
 MEM_ENV = "STACKLENS_TRACE_MEM_MIB"
@@ -144,7 +144,7 @@ def build_traces_bounded(
         if on_bucket is not None:
             on_bucket(1, 1)
         return out
-    keys, offsets = _pass1(events_path, columns, b)
+    keys, offsets = link_pass(events_path, columns, b)
     for stale in events_path.parent.glob(_TMP_PREFIX + "*"):  # of a killed earlier run
         shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=events_path.parent))
@@ -166,10 +166,10 @@ def build_traces_bounded(
                 on_bucket(i + 1, b)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {**_merge(parts), "clock_offsets": conform(offsets, "clock_offsets")}
+    return {**merge_buckets(parts), "clock_offsets": conform(offsets, "clock_offsets")}
 
 
-def _pass1(path: Path, columns: Sequence[str], b: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+def link_pass(path: Path, columns: Sequence[str], b: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Global linking on narrow columns. Returns ``(keys, clock_offsets)``: ``keys`` has one
     row per record of a trace, sorted by ``_row`` (UInt32, the row in the events file):
     ``eid`` (UInt32, :func:`~stacklens.trace.link.link_events`' number, which is not the file's
@@ -354,7 +354,7 @@ def _split(path: Path, columns: Sequence[str], keys: pl.DataFrame, tmp: Path) ->
             g.write_parquet(d / f"{i:06d}.parquet", compression="lz4")
 
 
-def _merge(parts: dict[str, list[pl.DataFrame]]) -> dict[str, pl.DataFrame]:
+def merge_buckets(parts: dict[str, list[pl.DataFrame]]) -> dict[str, pl.DataFrame]:
     """Concatenate the buckets' tables in the whole-frame path's row order."""
     names = ("spans", "flows", "traces", "breakdown", "phases")
     cat = {n: (pl.concat(parts[n]) if parts.get(n) else pl.DataFrame(schema=TABLES[n]))
