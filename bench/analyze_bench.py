@@ -12,11 +12,12 @@ oslo-logs`` (``STACKLENS_DATA`` overrides the folder) in ``copy-NNN/`` folders, 
 the original ``<host>/var/log/...`` layout (the first copy is written as by
 ``bench/ingest_bench.py``, ``.gz`` files gunzipped). So that the copies are distinct requests
 rather than the same ones seen N times (which the trace stage would merge into one), copy ``k``
-has the first 8 hex digits of every UUID (request ids, instance ids, ...) XOR-ed with ``k``:
-the same ids within a copy stay the same, and no copy shares one with another. Timestamps are
-left as they are (the copies overlap in time, like more load on the same cloud). Corpora live
-under ``--corpus-root`` (default: a temporary folder) as ``<root>/<lines>/`` and are reused
-when present.
+has the first 8 hex digits of every UUID (request ids, instance ids, ...) and of every
+un-dashed 32-hex id (RPC ``msg_id``/``unique_id``, reply queues, project and user ids) XOR-ed
+with ``k``: the same ids within a copy stay the same, and no copy shares one with another.
+Timestamps are left as they are (the copies overlap in time, like more load on the same cloud).
+Corpora live under ``--corpus-root`` (default: a temporary folder) as ``<root>/v2-<lines>/``
+(``v2``: :data:`CORPUS_VERSION`) and are reused when present.
 
 Measures
 --------
@@ -63,6 +64,12 @@ from ingest_bench import (
 )
 
 _UUID = re.compile(rb"[0-9a-fA-F]{8}(?=-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})")
+#: un-dashed 32-hex ids: oslo.messaging ``msg_id``/``unique_id``, reply queues ``reply_<hex>``,
+#: Keystone project and user ids; their first 8 digits, as for UUIDs
+_HEX32 = re.compile(rb"(?<![0-9a-zA-Z])[0-9a-f]{8}(?=[0-9a-f]{24}(?![0-9a-zA-Z]))")
+#: corpus layout version, in the corpus folder's name: 2 also shifts the 32-hex ids (version 1
+#: left them alone, so every copy's RPC messages paired with every other copy's)
+CORPUS_VERSION = 2
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)([kKmM]?)")
 
 
@@ -76,8 +83,11 @@ def parse_size(text: str) -> int:
 
 
 def _shift_ids(data: bytes, k: int) -> bytes:
-    """Every UUID's first 8 hex digits XOR ``k`` (lower case hex, as the logs write them)."""
-    return _UUID.sub(lambda m: b"%08x" % (int(m.group(0), 16) ^ k), data)
+    """Every UUID's and every un-dashed 32-hex id's first 8 hex digits XOR ``k`` (lower case
+    hex, as the logs write them)."""
+    def shift(m: re.Match[bytes]) -> bytes:
+        return b"%08x" % (int(m.group(0), 16) ^ k)
+    return _HEX32.sub(shift, _UUID.sub(shift, data))
 
 
 def build_distinct_corpus(data: Path, dest: Path, min_lines: int) -> None:
@@ -113,7 +123,7 @@ def run_stacklens(command: str, corpus: Path, out: Path, timeout_s: float) -> di
 
 def bench_size(size: int, root: Path, data: Path, a: argparse.Namespace, work: Path) -> dict:
     """Build (or reuse) the corpus of ``size`` lines and measure grep and stacklens on it."""
-    corpus = root / str(size)
+    corpus = root / f"v{CORPUS_VERSION}-{size}"
     if not (corpus.is_dir() and any(corpus.iterdir())):
         log(f"building a corpus of >= {size:,} lines in {corpus}")
         t0 = time.perf_counter()
@@ -165,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--command", choices=("analyze", "ingest"), default="analyze",
                     help="the stacklens subcommand measured (default analyze)")
     ap.add_argument("--corpus-root", type=Path,
-                    help="folder of corpora (<root>/<lines>/), reused when present")
+                    help="folder of corpora (<root>/v2-<lines>/), reused when present")
     ap.add_argument("--keep", action="store_true", help="keep temporary corpora and run folders")
     ap.add_argument("--timeout", type=float, default=3600.0,
                     help="seconds before a child process is killed (default 3600)")
