@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 import polars as pl
 
-from stacklens.errors import NoLogsFound, UserError
+from stacklens.errors import NoLogsFound
 from stacklens.ingest.facts import add_facts
 from stacklens.ingest.formats import LineFormat, detect_format
 from stacklens.ingest.layout import FileNames, infer_layout, merged_names, service_from_loggers
@@ -26,6 +26,7 @@ from stacklens.ingest.sources import SourceFile, display_name, find_files, read_
 from stacklens.ingest.timezone import TzSpec, apply_tz, parse_tz
 from stacklens.ingest.tokenize import FileChunk, count_lines, tokenize_batch
 from stacklens.schema import conform, empty
+from stacklens.settings import positive_int
 
 __all__ = [
     "EventSink",
@@ -65,16 +66,7 @@ def batch_bytes_setting() -> int:
     largest file read whole (files are not split), whatever the input size: measured peak RSS of
     ``stacklens ingest`` on 2 cores ~1.0 GiB at 1, 5 and 10 M lines with the default.
     Raises :class:`~stacklens.errors.UserError` for a value that is not a positive integer."""
-    raw = os.environ.get("STACKLENS_INGEST_BATCH_MIB", "").strip()
-    if not raw:
-        return _BATCH_BYTES
-    try:
-        mib = int(raw)
-    except ValueError:
-        mib = 0
-    if mib < 1:
-        raise UserError(f"STACKLENS_INGEST_BATCH_MIB={raw!r}: give a whole number of MiB >= 1")
-    return mib << 20
+    return positive_int("STACKLENS_INGEST_BATCH_MIB", _BATCH_MIB, unit="MiB") << 20
 
 
 @dataclass

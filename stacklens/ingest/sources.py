@@ -23,13 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stacklens.errors import InputNotFound
+from stacklens.settings import positive_int
 
 __all__ = ["MAX_GUNZIP_BYTES", "MAX_GUNZIP_RATIO", "SourceFile", "display_name", "find_files",
            "read_bytes"]
 
 _CHUNK = 1 << 20
-#: at most this many bytes come out of one gzip file (env ``STACKLENS_MAX_GUNZIP_BYTES``)
-MAX_GUNZIP_BYTES = int(os.environ.get("STACKLENS_MAX_GUNZIP_BYTES", 2 << 30))
+#: at most this many bytes come out of one gzip file, unless ``STACKLENS_MAX_GUNZIP_BYTES`` says
+#: otherwise (read at each file)
+MAX_GUNZIP_BYTES = 2 << 30
 #: ... and at most this many times its compressed size (oslo.log text compresses 5-30x; deflate's
 #: limit is ~1032x, reached only by crafted or degenerate input)
 MAX_GUNZIP_RATIO = 200
@@ -121,7 +123,8 @@ def _gunzip(raw: bytes, limit: int | None = None) -> ReadResult:
     ``gzip_output_capped`` data_loss problem is reported (a decompression bomb).
     """
     if limit is None:
-        limit = min(MAX_GUNZIP_BYTES, max(64 << 20, MAX_GUNZIP_RATIO * len(raw)))
+        cap = positive_int("STACKLENS_MAX_GUNZIP_BYTES", MAX_GUNZIP_BYTES, unit="bytes")
+        limit = min(cap, max(64 << 20, MAX_GUNZIP_RATIO * len(raw)))
     out: list[bytes] = []
     size = 0
     problems: list[tuple[str, str, int, str]] = []

@@ -50,8 +50,8 @@ from pathlib import Path
 
 import polars as pl
 
-from stacklens.errors import UserError
 from stacklens.schema import TABLES, conform
+from stacklens.settings import positive_int
 from stacklens.trace import LINK_COLUMNS, build_traces, trace_tables
 from stacklens.trace.classify import adopt_orphan_markers
 from stacklens.trace.clocks import _DAY_NS, correct_clocks
@@ -101,24 +101,10 @@ def bucket_count(n_events: int, mem_mib: int | None = None) -> int:
     ``ceil(n_events * BYTES_PER_EVENT / budget)`` with the budget ``mem_mib``, else
     ``STACKLENS_TRACE_MEM_MIB``, else :data:`DEFAULT_MEM_MIB` (at least 1). Raises
     :class:`~stacklens.errors.UserError` on a setting that is not a positive integer."""
-    forced = _env_int(BUCKETS_ENV)
-    if forced is not None:
-        return forced
-    mib = mem_mib if mem_mib is not None else (_env_int(MEM_ENV) or DEFAULT_MEM_MIB)
+    if os.environ.get(BUCKETS_ENV, "").strip():
+        return positive_int(BUCKETS_ENV, 1)
+    mib = mem_mib if mem_mib is not None else positive_int(MEM_ENV, DEFAULT_MEM_MIB, unit="MiB")
     return max(1, math.ceil(n_events * BYTES_PER_EVENT / (mib * 2**20)))
-
-
-def _env_int(name: str) -> int | None:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return None
-    try:
-        v = int(raw)
-    except ValueError:
-        v = 0
-    if v < 1:
-        raise UserError(f"{name}={raw!r}: expected a positive integer")
-    return v
 
 
 def build_traces_bounded(
