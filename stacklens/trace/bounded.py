@@ -56,7 +56,7 @@ from stacklens.trace import LINK_COLUMNS, build_traces, trace_tables
 from stacklens.trace.classify import adopt_orphan_markers
 from stacklens.trace.clocks import _DAY_NS, correct_clocks
 from stacklens.trace.link import link_events
-from stacklens.trace.skew import clock_messages
+from stacklens.trace.skew import clock_messages, clock_text
 from stacklens.vocab import RPC_SENDS, RpcKind
 
 __all__ = [
@@ -208,7 +208,7 @@ def _clock_frame(scan: pl.LazyFrame) -> pl.DataFrame:
     ev = scan.with_row_index("_row")
     cols = scan.collect_schema().names()
     key = ["host", "service", "logger", "request_id", "global_request_id", "_day"]
-    kept = ev.filter(~plain).with_columns(message=pl.when(said).then(pl.col("message")))
+    kept = ev.filter(~plain).with_columns(message=clock_text())
     folded = (
         ev.filter(plain)
         .with_columns(_day=pl.col("ts_ns") // _DAY_NS)
@@ -238,8 +238,11 @@ def _corrected(path: Path, offsets: pl.DataFrame) -> pl.DataFrame:
         scan.select("_row", "ts_ns", "host", *_LINKED)
         .with_columns(pl.col(*_IDS).cast(pl.Categorical))
         .collect(engine="streaming")
-        .join(said, on="_row", how="left", maintain_order="left")
     )
+    # put in place by row number: a join would copy every column for these few messages
+    ev = ev.with_columns(message=pl.col("_row").replace_strict(
+        said.get_column("_row"), said.get_column("message"), default=None,
+        return_dtype=pl.String))
     if not offsets.height:  # one host: nothing moves
         return ev.drop("host")
     shift = offsets.filter(pl.col("applied")).select(
@@ -247,19 +250,23 @@ def _corrected(path: Path, offsets: pl.DataFrame) -> pl.DataFrame:
         _day=pl.col("day").str.to_date().cast(pl.Int64),
         _shift=(pl.col("offset_s") * 1e9).round().cast(pl.Int64),
     )
-    key = (
-        ev.select("host", _day=pl.col("ts_ns") // _DAY_NS)
-        .with_row_index("_i")
-        .with_columns(_first=pl.col("_i").min().over("_day"))
-        .sort("_first", maintain_order=True)
+    day = pl.col("ts_ns") // _DAY_NS
+    moved = (
+        ev.select("host", _day=day)
         .join(shift, on=["host", "_day"], how="left", maintain_order="left")
-        .select("_i", "_shift")
+        .get_column("_shift")
+        .fill_null(0)
     )
-    ev = ev.drop("host")
-    ordered = key.get_column("_i")
-    if not bool((ordered == pl.int_range(len(ordered), dtype=pl.UInt32, eager=True)).all()):
-        ev = ev.select(pl.all().gather(ordered))
-    return ev.with_columns(ts_ns=pl.col("ts_ns") + key.get_column("_shift").fill_null(0))
+    # correct_clocks' order: grouped by day, days in order of their first record (stable)
+    order = (
+        ev.select(_i=pl.int_range(pl.len(), dtype=pl.UInt32), _day=day)
+        .select(pl.col("_i").sort_by(pl.col("_i").min().over("_day"), maintain_order=True))
+        .to_series()
+    )
+    ev = ev.drop("host").with_columns(ts_ns=pl.col("ts_ns") + moved)
+    if not bool((order == pl.int_range(len(order), dtype=pl.UInt32, eager=True)).all()):
+        ev = ev.select(pl.all().gather(order))
+    return ev
 
 
 def _pack(keys: pl.DataFrame, b: int) -> pl.DataFrame:

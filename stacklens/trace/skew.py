@@ -38,7 +38,7 @@ from stacklens.vocab import RPC_SENDS, RpcKind, is_client
 
 __all__ = [
     "CONSTRAINTS", "SkewResult", "apply_offsets", "causal_constraints", "clock_messages",
-    "estimate_offsets",
+    "clock_text", "estimate_offsets",
 ]
 
 #: One row per cross-host causal pair (see the module docstring for the meaning of lower_s).
@@ -143,6 +143,23 @@ def _context_rows(ev: pl.DataFrame, res: float) -> list[pl.DataFrame]:
         return []
     src = _first(sends, "request_id", "src", one_host=True)
     return [_rows(src, _first(recv, "request_id", "dst", False), "request_id", "rpc_context", res)]
+
+
+def clock_text() -> pl.Expr:
+    """``message`` as the clock rules read it: null where :func:`clock_messages` is false, and
+    an oslo.messaging ``unpacked context: {...}`` dump (Kilo and older; ~360 characters, the
+    bulk of the messages those rules keep) cut to ``unpacked context: {'request_id': '<id>'}``
+    with the id :func:`_context_rows` would extract (null when it finds none). Every rule gives
+    the same rows on this text as on the whole message: ``_context_rows`` reads a dump only
+    through that id, and every other rule keeps only messages that start with its own pattern
+    (``REQ: curl``, ``<METHOD> call to``, ``RESP:``, ``MSG_ID is``, ``Starting to schedule``)."""
+    msg, log = pl.col("message"), pl.col("logger").fill_null("")
+    dump = log.str.starts_with("oslo_messaging") & msg.str.starts_with("unpacked context:")
+    cut = pl.concat_str([pl.lit("unpacked context: {'request_id': '"),
+                         msg.str.extract(_KILO_RECV_RID, 1), pl.lit("'}")])
+    return (pl.when(~clock_messages()).then(None)
+            .when(dump.fill_null(False)).then(cut)
+            .otherwise(msg))
 
 
 def clock_messages() -> pl.Expr:
