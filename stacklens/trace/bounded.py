@@ -32,8 +32,9 @@ phase, then ``trace_id``; flows: RPC flows by ``trace_id``, then HTTP flows by `
 Setting: ``STACKLENS_TRACE_MEM_MIB`` (MiB, default :data:`DEFAULT_MEM_MIB`) sets
 ``B = ceil(records * BYTES_PER_EVENT / budget)``; ``B = 1`` (small input) is exactly the
 whole-frame path. ``STACKLENS_TRACE_BUCKETS`` forces ``B``. What the budget does not bound:
-pass 1 (narrow, but one row per record: about 1.6 GiB peak for the 3.5 M records of the 10 M
-line bench corpus, most of it the clock-offset estimate), the output tables, and a single
+pass 1 (narrow, but one row per record: about 1.5 GiB peak for the 3.5 M records of the 10 M
+line bench corpus and 3.7 GiB for 10.5 M records, the clock-offset estimate and linking about
+alike), the output tables, and a single
 component larger than a bucket's share (a long-lived periodic-task request id makes one trace of 233 k records there).
 Time: about the same as the whole-frame path (one more read of the narrow columns and one of
 the traced columns, less copying), whatever ``B``.
