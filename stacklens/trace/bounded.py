@@ -202,7 +202,9 @@ def _clock_frame(scan: pl.LazyFrame) -> pl.DataFrame:
     row with their earliest ``ts_ns`` (``pid`` and ``http_dur_s`` null: no rule reads them on
     such a record), in the place of the first: the offsets are the same (the 10 M-line
     bench corpus: 2.43 M plain records fold into 168 k rows, the frame shrinks from 3.5 M to
-    1.26 M rows). Columns: ``scan``'s; rows in file order."""
+    1.26 M rows). The other records' ``message`` is as the rules read it
+    (:func:`~stacklens.trace.skew.clock_text`: null where no rule reads it, a context dump cut
+    to its request id). Columns: ``scan``'s; rows in file order."""
     said = clock_messages()
     plain = (pl.col("rpc_kind").is_null() & pl.col("rpc_id").is_null()
              & pl.col("http_status").is_null() & ~said)
