@@ -46,7 +46,6 @@ _SAMPLE_LINES = 400
 #: default of ``STACKLENS_INGEST_BATCH_MIB``: files are tokenized together up to about this many
 #: bytes of log text per batch
 _BATCH_MIB = 64
-_BATCH_BYTES = _BATCH_MIB << 20
 _SAMPLE_LINE_CHARS = 4_096
 #: per host without ``--tz`` (ingest_stats ``timezone_assumption``)
 HOST_TZ_ASSUMED = (
