@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from stacklens.forecast.calibrate import calibrate, load_model
+from stacklens.forecast.calibrate import STAGES, calibrate, load_model
 from stacklens.forecast.dist import N_QUANTILES, LoadDist, fit
 from stacklens.forecast.run import shipped_model
 from stacklens.schema import TABLES
@@ -82,7 +82,7 @@ def test_calibrate_round_trip_and_validate(sim_run: Path, tmp_path: Path):
 def test_calibrate_in_process_matches_shipped_shape(sim_run: Path):
     cal = calibrate([sim_run])
     shipped = load_model(shipped_model())
-    assert set(cal.stages) == set(shipped.stages)
+    assert set(STAGES) <= set(cal.stages) <= set(shipped.stages)  # no lock lines: no kinds
     assert shipped.provenance["release"].startswith("OpenStack 2025.1")
     assert shipped.knobs["computes"] == 4 and shipped.knobs["concurrency"] == 20
 

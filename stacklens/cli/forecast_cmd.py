@@ -117,9 +117,10 @@ def forecast(
     seeds: int = typer.Option(5, "--seeds", min=1, max=50, help="validate: seeds to run."),
     provenance: list[str] = typer.Option([], "--provenance", help="calibrate: key=value "
                                          "recorded in the model (lab, release, date...)."),
-    load: str = typer.Option("client", "--load", help="calibrate: load index of the bins: "
-                             "client (slots in use), active (slots minus boots queued at a "
-                             "compute) or server (creates in flight)."),
+    load: str = typer.Option("pipeline", "--load", help="calibrate: load index of the bins: "
+                             "pipeline (creates between the API and a compute), client "
+                             "(slots in use), active (slots minus boots queued at a compute) "
+                             "or server (creates in flight)."),
     cores: float | None = typer.Option(None, "--cores", min=0.1, help="calibrate: CPU cores "
                                        "of the host that ran the services: adds its shared "
                                        "CPU to the model (runs with resource samples)."),
@@ -130,8 +131,8 @@ def forecast(
     args = list(args or [])
     verb = args[0] if args else None
     if verb == "calibrate":
-        if load not in ("client", "active", "server"):
-            raise UserError("--load must be client, active or server")
+        if load not in ("client", "active", "server", "pipeline"):
+            raise UserError("--load must be pipeline, client, active or server")
         _calibrate(args[1:] or [], out, provenance, load, cores)
         return
     if verb == "validate":

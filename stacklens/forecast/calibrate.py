@@ -27,6 +27,14 @@ timestamps of the same trace (span names of stacklens.trace; nova 2025.1 code pa
 ``lock_held``       each hold of the ``compute_resources`` lock (oslo_concurrency "released
                     ... held N s" lines of the trace's request id); ``locks_per_build`` and
                     ``locks_per_delete`` holds per boot and per delete (median)
+``claim_held``      the holds under a ``server.create`` trace (the resource tracker's
+                    ``instance_claim``: 2.1-2.6 s each in the 2025.1 lab)
+``delete_held``     the holds under a ``server.delete`` trace (``update_usage``: 1.6 s)
+``periodic_held``   per run of the resource tracker's periodic task on a host (holds by
+                    ``_update_available_resource`` or ``clean_compute_node_cache``, the holder
+                    oslo.concurrency names in its lock lines; summed per request id): 3.1 s in
+                    the lab; ``periodic_interval_s`` is the median time between two runs on a
+                    host (nova's ``update_resources_interval``, default 0: every 60 s)
 ``finish``          trace end - build end
 ==================  =======================================================================
 
@@ -36,15 +44,18 @@ Delete (``server.delete`` trace): ``delete_api`` (nova-api span), ``delete_to_co
 ``compute_resources`` lock), ``delete_rest``
 (the rest of the trace).
 
-Load of a sample (``load``): ``client`` (default), the client's requests in flight at the
-sample's start (a slot is held from the create's submit until the server is gone: the
-``requests`` table that ``stacklens run`` writes; the concurrency a load test sets), or
-``server``, the ``server.create`` traces in flight (for runs without client records, and the
-fallback when a run has none). The client index sees the burst at once (every slot is taken at
-t = 0, while the API still queues the POSTs), which the server index misses. ``active`` is the
-client index minus the boots queued at a compute (build semaphore, ``compute_resources`` lock
-waits): tried on the lab runs, it predicted worse at 2x than ``client`` (p95 +55 % / +20 %
-against -7 % on average), so ``client`` is the default.
+Load of a sample (``load``): ``pipeline`` (default), the creates between their nova-api start
+and their arrival at a compute (nova-compute span start) at the sample's start: the boots the
+control plane (API, conductor, scheduler, placement, RPC) is working on, which is what slows
+the shared controller down in a burst and drops to a few once the burst is through. A
+closed-loop storm keeps the client's slots full all the time, so the other indices are almost
+constant in a calibration run and cannot show how a stage slows with load; on the lab runs
+(K=4, C=20 -> 2K, 2C) ``pipeline`` predicted create p50 / p95 / throughput within 2 / 9 / 7 %,
+``client`` within 12 / 51 / 83 %. ``client``: the client's requests in flight (a slot is held
+from the create's submit until the server is gone: the ``requests`` table that ``stacklens
+run`` writes). ``server``: the ``server.create`` traces in flight (the fallback of ``client``
+for runs without client records). ``active``: ``client`` minus the boots queued at a compute
+(build semaphore, ``compute_resources`` lock waits).
 
 CPU (``cpu``, :mod:`stacklens.forecast.cpu`), opt-in with ``cores`` (``--cores``): when every
 run has ``resource_samples`` (psutil per service process, ``stacklens run --capture``), each
@@ -75,6 +86,7 @@ from stacklens.store import RunStore
 __all__ = [
     "CALIBRATION_FORMAT_VERSION",
     "Calibration",
+    "LOCK_STAGES",
     "STAGES",
     "calibrate",
     "load_model",
@@ -83,12 +95,22 @@ __all__ = [
 
 #: Calibration file format. History: 1 (issue 9): stages, knobs, measured, provenance;
 #: 2: optional ``cpu`` section (shared CPU: demands, background, stretch; a version 1 file
-#: reads as a model without it).
-CALIBRATION_FORMAT_VERSION = 2
+#: reads as a model without it); 3: the ``compute_resources`` holds by kind
+#: (:data:`LOCK_STAGES`) and ``periodic_interval_s`` (optional: older files read without).
+CALIBRATION_FORMAT_VERSION = 3
 
 STAGES = ("api", "to_conductor", "conductor", "scheduler", "to_compute", "compute_pre",
           "conductor_call", "build", "finish", "delete_api", "delete_to_compute", "teardown",
           "cleanup", "delete_rest", "lock_held")
+#: Stages a version-3 model adds; a model without them draws every hold from ``lock_held``
+#: and simulates no periodic holds.
+LOCK_STAGES = ("claim_held", "delete_held", "periodic_held")
+#: Holders of the ``compute_resources`` lock that are the resource tracker's periodic task
+#: (``nova/compute/resource_tracker.py``; named in oslo.concurrency's "acquired by" lines).
+PERIODIC_HOLDERS = ("_update_available_resource", "clean_compute_node_cache")
+#: nova's default spacing of ``update_available_resource`` (``update_resources_interval`` 0:
+#: oslo.service's default periodic spacing, 60 s), when a run is too short to measure it.
+DEFAULT_PERIODIC_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -96,7 +118,8 @@ class Calibration:
     """A calibration model: ``stages`` (name -> LoadDist, seconds), ``conductor_calls``
     (per boot, median), ``placement_share`` (fraction of the scheduler stage spent in
     placement-api), ``locks_per_build`` / ``locks_per_delete`` (compute_resources lock holds
-    per boot / delete, median), ``knobs`` (settings
+    per boot / delete, median), ``periodic_interval_s`` (s between two runs of the resource
+    tracker's periodic task on a host; 0: not simulated), ``knobs`` (settings
     of the runs, e.g. computes, concurrency), ``measured`` (p50/p95, throughput, component
     p50s of the runs), ``provenance`` (lab, release, date, commit, runs), ``cpu`` (the shared
     CPU, :class:`~stacklens.forecast.cpu.CpuModel`; None: runs without resource samples)."""
@@ -106,7 +129,8 @@ class Calibration:
     placement_share: float = 0.0
     locks_per_build: int = 1
     locks_per_delete: int = 1
-    load: str = "client"  # load index of the bins: client slots in use, or server creates
+    periodic_interval_s: float = 0.0
+    load: str = "pipeline"  # load index of the bins (module docstring)
     attribution: dict[str, float] = field(default_factory=dict)  # see forecast.attribution
     knobs: dict[str, Any] = field(default_factory=dict)
     measured: dict[str, Any] = field(default_factory=dict)
@@ -120,7 +144,8 @@ class Calibration:
                 "conductor_calls": self.conductor_calls,
                 "placement_share": round(self.placement_share, 4),
                 "locks_per_build": self.locks_per_build,
-                "locks_per_delete": self.locks_per_delete, "load": self.load,
+                "locks_per_delete": self.locks_per_delete,
+                "periodic_interval_s": round(self.periodic_interval_s, 3), "load": self.load,
                 "attribution": {k: round(v, 4) for k, v in self.attribution.items()},
                 **({"cpu": self.cpu.to_json()} if self.cpu is not None else {}),
                 "stages": {k: v.to_json() for k, v in self.stages.items()}}
@@ -142,6 +167,7 @@ class Calibration:
                                placement_share=float(d["placement_share"]),
                                locks_per_build=int(d["locks_per_build"]),
                                locks_per_delete=int(d["locks_per_delete"]),
+                               periodic_interval_s=float(d.get("periodic_interval_s") or 0.0),
                                load=str(d.get("load", "server")),
                                attribution={str(k): float(v) for k, v in
                                             (d.get("attribution") or {}).items()},
@@ -205,7 +231,7 @@ def _load_intervals(store: RunStore, creates: pl.DataFrame,
     return creates["start_ns"].to_list(), creates["end_ns"].to_list()
 
 
-def _run_samples(store: RunStore, load: str = "client") -> dict[str, Any]:
+def _run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
     """Samples (load, seconds) per stage from one traced run folder."""
     tr = store.read("traces").filter(pl.col("outcome").is_in(["success", "retried"]))
     spans = store.read("spans")
@@ -215,7 +241,7 @@ def _run_samples(store: RunStore, load: str = "client") -> dict[str, Any]:
     if creates.height == 0:
         raise UserError(f"{store.path}: no successful server.create traces to calibrate from")
     starts, ends = _load_intervals(store, creates, load)
-    out: dict[str, list[tuple[float, float]]] = {s: [] for s in STAGES}
+    out: dict[str, list[tuple[float, float]]] = {s: [] for s in STAGES + LOCK_STAGES}
     waits: list[tuple[int, int]] = []  # load "active": queued at a compute, not working
 
     def add(stage: str, t0: pl.Series, dur_s: pl.Series) -> None:
@@ -264,6 +290,10 @@ def _run_samples(store: RunStore, load: str = "client") -> dict[str, Any]:
         build=((pl.col("b_e") - pl.col("b_s")) / ns - pl.col("calls_s")
                - pl.col("lock_s")).clip(lower_bound=0.0),
         finish=(pl.col("end_ns") - pl.col("b_e")) / ns)
+    if load == "pipeline":  # boots between the API and the compute: the control plane's
+        pl_ = d.filter(pl.col("nova-api_s").is_not_null())  # work in progress
+        starts = pl_["nova-api_s"].to_list()
+        ends = pl_.select(pl.coalesce("nova-compute_s", "b_s", "nova-api_e"))[:, 0].to_list()
     if load == "active":
         lw = ev.filter(pl.col("lock_waited_s") > 0)
         waits += [(t - int(w * 1e9), t) for t, w in lw.select("ts_ns", "lock_waited_s").rows()]
@@ -285,8 +315,10 @@ def _run_samples(store: RunStore, load: str = "client") -> dict[str, Any]:
     x = d.filter(pl.col("trace_id").is_in(list(free)) & pl.col("compute_pre").is_not_null())
     add("compute_pre", x["nova-compute_s"], x["compute_pre"])
     add("conductor_call", calls["start_ns"], (calls["end_ns"] - calls["start_ns"]) / ns)
-    add("lock_held", held["ts_ns"] - (held["lock_held_s"] * ns).cast(pl.Int64),
-        held["lock_held_s"])
+    held = held.with_columns(acq_ns=pl.col("ts_ns") - (pl.col("lock_held_s") * ns)
+                             .cast(pl.Int64))
+    add("lock_held", held["acq_ns"], held["lock_held_s"])
+    periodic_gaps = _lock_kinds(held, creates, deletes, add)
     # delete path
     dl = deletes.select("trace_id", "start_ns", "end_ns", "dur_s")
     for svc, op in (("nova-api", "DELETE"), ("nova-compute", None)):
@@ -330,6 +362,7 @@ def _run_samples(store: RunStore, load: str = "client") -> dict[str, Any]:
         "placement_share": share.to_list(),
         "n_locks_build": d.filter(pl.col("b_s").is_not_null())["n_locks"].to_list(),
         "n_locks_delete": dl["n_locks"].to_list(),
+        "periodic_gaps_s": periodic_gaps,
         "measured": {
             "creates": creates.height,
             "create_p50_s": float(dur.quantile(0.5, "linear") or 0.0),
@@ -342,6 +375,27 @@ def _run_samples(store: RunStore, load: str = "client") -> dict[str, Any]:
                                  key=lambda r: str(r[0]))),
         },
     }
+
+
+def _lock_kinds(held: pl.DataFrame, creates: pl.DataFrame, deletes: pl.DataFrame,
+                add: Any) -> list[float]:
+    """Sample the ``compute_resources`` holds by kind (module docstring: ``claim_held``,
+    ``delete_held``, ``periodic_held``) through ``add(stage, start_ns, dur_s)``; returns the
+    gaps (s) between consecutive periodic runs on each host. ``held``: lock events with
+    ``acq_ns`` (acquired, ns)."""
+    for stage, ids in (("claim_held", creates), ("delete_held", deletes)):
+        x = held.filter(pl.col("request_id").is_in(ids["trace_id"].implode()))
+        add(stage, x["acq_ns"], x["lock_held_s"])
+    holder = pl.col("message").str.extract(r'by "(?:[\w.]*\.)?(\w+)"')
+    per = (held.filter(holder.is_in(list(PERIODIC_HOLDERS))
+                       & ~pl.col("request_id").is_in(
+                           pl.concat([creates["trace_id"], deletes["trace_id"]]).implode()))
+           .group_by("host", "request_id")
+           .agg(pl.col("acq_ns").min(), pl.col("lock_held_s").sum())
+           .sort("host", "acq_ns"))
+    add("periodic_held", per["acq_ns"], per["lock_held_s"])
+    gaps = per.with_columns(gap=pl.col("acq_ns").diff().over("host") / 1e9)["gap"]
+    return [float(g) for g in gaps.drop_nulls().to_list() if g > 0]
 
 
 def run_settings(store: RunStore) -> dict[str, Any]:
@@ -369,7 +423,7 @@ def run_settings(store: RunStore) -> dict[str, Any]:
 
 
 def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = None,
-              knobs: dict[str, Any] | None = None, load: str = "client",
+              knobs: dict[str, Any] | None = None, load: str = "pipeline",
               cores: float | None = None) -> Calibration:
     """Fit a :class:`Calibration` to traced run folders (each must hold ``traces``, ``spans``,
     ``phases``, ``breakdown``, ``events``). Knobs default to what the runs' manifests say
@@ -380,8 +434,9 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
     is not a traced run or has no successful boots."""
     if not runs:
         raise UserError("calibrate needs at least one run folder")
-    samples: dict[str, list[tuple[float, float]]] = {s: [] for s in STAGES}
+    samples: dict[str, list[tuple[float, float]]] = {s: [] for s in STAGES + LOCK_STAGES}
     n_calls: list[int] = []
+    gaps: list[float] = []
     shares: list[float] = []
     nlb: list[int] = []
     nld: list[int] = []
@@ -402,6 +457,7 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         shares += got["placement_share"]
         nlb += got["n_locks_build"]
         nld += got["n_locks_delete"]
+        gaps += got["periodic_gaps_s"]
         if got["cpu_s"] is None:
             no_cpu.append(str(r))
         elif cpu_s is not None:
@@ -414,10 +470,12 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         for key, v in run_settings(store).items():
             kn.setdefault(key, v)
     stages = {}
-    for s in STAGES:
+    for s in STAGES + LOCK_STAGES:
         pts = samples[s]
-        stages[s] = fit([p[0] for p in pts], [p[1] for p in pts]) if pts \
-            else LoadDist.constant(0.0)
+        if pts:
+            stages[s] = fit([p[0] for p in pts], [p[1] for p in pts])
+        elif s in STAGES:
+            stages[s] = LoadDist.constant(0.0)
     prov = {"created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "runs": [str(r) for r in runs], **(provenance or {})}
     cpu = None
@@ -441,5 +499,7 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         placement_share=float(statistics.median(shares)) if shares else 0.0,
         locks_per_build=int(statistics.median(nlb)) if nlb else 1,
         locks_per_delete=int(statistics.median(nld)) if nld else 1,
+        periodic_interval_s=(statistics.median(gaps) if gaps else DEFAULT_PERIODIC_S)
+        if samples["periodic_held"] else 0.0,
         knobs={**kn, **(knobs or {})}, measured={"runs": measured}, provenance=prov,
         load=load, cpu=cpu)

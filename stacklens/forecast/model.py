@@ -39,12 +39,16 @@ One simulated boot follows the path of the field notes (section 2) and of nova 2
    ``max_attempts`` attempts in all (then the boot fails: "Exceeded maximum number of retries").
    The build's own work (``build``) is interleaved with ``conductor_calls`` RPC calls to the
    conductor (object saves, each on a conductor worker: ``conductor_call``). ACTIVE at the end.
-6. **delete**: nova-api (``delete_api``), cast to the compute, ``teardown``, then the
-   resource cleanup under the ``compute_resources`` lock (``locks_per_delete`` holds plus
-   ``cleanup``), ``delete_rest``; the host's row is rewritten (views refresh).
+6. **delete**: nova-api (``delete_api``), cast to the compute, ``teardown``; the instance is
+   then saved DELETED, which the client's next poll sees (its slot is free), while the
+   resource cleanup goes on under the ``compute_resources`` lock (``locks_per_delete`` holds
+   plus ``cleanup``), then ``delete_rest``; the host's row is rewritten (views refresh).
+   The resource tracker's periodic task holds the same lock (``periodic_held`` every
+   ``periodic_interval_s``) when the calibration measured it.
 
-Each stage's time is drawn from its calibrated distribution at the current load (the client's
-slots in use, or the server's boots in flight: the calibration's ``load``), see
+Each stage's time is drawn from its calibrated distribution at the current load (the
+calibration's ``load``: by default the boots between the API and a compute, the control plane's
+work in progress; or the client's slots in use, or the server's boots in flight), see
 :mod:`stacklens.forecast.dist`. A process (API, conductor,
 scheduler worker) is a single-CPU server: it is held for the stage's idle-cloud demand (the
 median of the lowest calibrated load bin) and released for the rest of the stage, which is the
@@ -63,10 +67,7 @@ from __future__ import annotations
 
 import heapq
 import random
-import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 import simpy
 
@@ -74,6 +75,7 @@ from stacklens.forecast.calibrate import Calibration
 from stacklens.forecast.cpu import PsCpu
 from stacklens.forecast.dist import LoadDist
 from stacklens.forecast.knobs import Knobs
+from stacklens.forecast.records import BootRecord, DeleteRecord, SimResult, summary
 
 __all__ = ["BootRecord", "DeleteRecord", "SimResult", "simulate", "summary"]
 
@@ -81,60 +83,6 @@ QUEUE_POOL_ERROR = "QueuePool limit of size 10 overflow 20 reached, connection t
 DEADLOCK_ERROR = "This result object does not return rows. It has been closed automatically."
 RETRIES_ERROR = "Exceeded maximum number of retries. Exhausted all hosts available for " \
                 "retrying build failures"
-
-
-@dataclass
-class BootRecord:
-    """One simulated ``server.create``: times in seconds since the storm began.
-    ``stages`` maps a component (nova-api, ...) to its seconds; ``spans`` holds
-    (service, host, operation, start_s, end_s) of each span; ``phases`` (phase, start_s,
-    end_s) of nova-compute."""
-
-    i: int
-    submit_s: float = 0.0  # slot acquired, POST sent
-    start_s: float = 0.0  # nova-api starts the request (trace start)
-    end_s: float | None = None  # ACTIVE (trace end) or failure
-    accepted_s: float | None = None  # 202 (or 500) returned
-    seen_active_s: float | None = None  # client saw ACTIVE
-    outcome: str = "unknown"  # success, retried, failed
-    error: str | None = None
-    error_service: str | None = None
-    http_status: int = 202
-    retries: int = 0
-    host: int | None = None
-    stages: dict[str, float] = field(default_factory=dict)
-    spans: list[tuple[str, str, str, float, float]] = field(default_factory=list)
-    phases: list[tuple[str, float, float]] = field(default_factory=list)
-
-
-@dataclass
-class DeleteRecord:
-    """One simulated ``server.delete`` (times in seconds since the storm began)."""
-
-    i: int
-    host: int
-    start_s: float = 0.0
-    end_s: float = 0.0
-    gone_seen_s: float = 0.0
-    stages: dict[str, float] = field(default_factory=dict)
-    spans: list[tuple[str, str, str, float, float]] = field(default_factory=list)
-    phases: list[tuple[str, float, float]] = field(default_factory=list)
-
-
-@dataclass
-class SimResult:
-    """What one simulated storm produced: the records, the busiest resources (utilisation,
-    fraction of the storm's duration) and the hosts' final counts; with a shared CPU,
-    ``stretch`` maps (stage, load bin) to (elapsed_s, demand_s) of its CPU parts summed."""
-
-    knobs: Knobs
-    boots: list[BootRecord]
-    deletes: list[DeleteRecord]
-    duration_s: float
-    busy: dict[str, float]
-    placed: list[int]
-    events: int = 0
-    stretch: dict[tuple[str, int], tuple[float, float]] = field(default_factory=dict)
 
 
 class _Busy:
@@ -167,10 +115,14 @@ class _Cloud:
         self.views = [[0] * n for _ in range(k.scheduler_workers)]
         self.placed = [0] * n
         self.in_flight = 0  # server side: creates started, not ended
+        self.pipeline = 0  # creates between the API's start and a compute (control plane)
+        self.piped: set[int] = set()
         self.client_in_flight = 0  # client slots held
         self.load_index = cal.load
         self.waiting = 0  # boots queued for a build slot or a compute_resources lock
         self.sched_rr = 0
+        self.open_boots = k.servers  # boots not yet ended (the periodic tasks stop at 0)
+        self.all_ended = env.event()
         self.st: dict[str, LoadDist] = cal.stages
         self.low = {s: d.low_median() for s, d in cal.stages.items()}
         self.busy = {"nova-api": _Busy(k.api_workers * k.api_threads),
@@ -188,6 +140,8 @@ class _Cloud:
     def _load(self) -> float:
         if self.load_index == "client":
             return self.client_in_flight
+        if self.load_index == "pipeline":
+            return self.pipeline
         if self.load_index == "active":
             return max(0, self.client_in_flight - self.waiting)
         return self.in_flight
@@ -321,22 +275,30 @@ class _Cloud:
         for view in self.views:
             view[h] = u
 
-    def lock_hold(self, h: int, n: int, on_held=None):
+    def hold_stage(self, kind: str) -> str:
+        """The stage a ``compute_resources`` hold of ``kind`` (claim, delete, periodic) draws
+        from: its own (calibration format 3) without a shared CPU, else ``lock_held``, the
+        demands of the CPU model being per ``lock_held``."""
+        st = f"{kind}_held"
+        return st if st in self.st and self.cpu is None else "lock_held"
+
+    def lock_hold(self, h: int, n: int, on_held=None, kind: str = "claim"):
         """``n`` holds of host ``h``'s compute_resources lock; ``on_held`` runs at the start of
         the first (the claim decision); the row is rewritten at the end of it (the resource
         tracker saves the compute node before it releases the lock)."""
+        stage = self.hold_stage(kind)
         for j in range(n):
             with self.lock[h].request() as r:
                 self.waiting += 1
                 yield r
                 self.waiting -= 1
-                p = self.plan("lock_held")
+                p = self.plan(stage)
                 if p[0] > 0 and self.cal.cpu is not None:  # placement reads per instance
                     p = (self.cal.cpu.lock_demand(p[0], self.used[h]), p[1], p[2])
                 if j == 0 and on_held is not None:
                     on_held()
                 t0 = self.env.now
-                yield from self.do("lock_held", p)
+                yield from self.do(stage, p)
                 if j == 0:
                     self.row_update(h)
                 self.busy["compute_resources lock"].add(self.env.now - t0)
@@ -355,10 +317,12 @@ class _Cloud:
         if ok:
             ok = yield from self._schedule_and_build(rec)
         self.in_flight -= 1
+        self.pipe(rec, False)
         rec.end_s = env.now
         if not ok:
             rec.outcome = "failed"
             self.client_in_flight -= 1
+            self.boot_ended()
             self.slots.release(slot)
             return
         rec.outcome = "retried" if rec.retries else "success"
@@ -367,7 +331,38 @@ class _Cloud:
         if k.delete and rec.host is not None:
             yield from self._delete(rec)
         self.client_in_flight -= 1
+        self.boot_ended()
         self.slots.release(slot)
+
+    def periodic(self, h: int):
+        """Host ``h``'s resource tracker periodic task (``update_available_resource``): every
+        ``periodic_interval_s`` after its last run (first run at a random phase), one hold of
+        the compute_resources lock of ``periodic_held``, queued with the claims; it stops once
+        every boot has ended."""
+        every = self.cal.periodic_interval_s
+        yield self.env.timeout(self.rng.random() * every)
+        while self.open_boots > 0:
+            with self.lock[h].request() as r:
+                yield r
+                t0 = self.env.now
+                yield self.env.timeout(self.draw("periodic_held"))
+                self.busy["compute_resources lock"].add(self.env.now - t0)
+            yield self.env.timeout(every)
+
+    def pipe(self, rec: BootRecord, enter: bool) -> None:
+        """Boot ``rec`` enters (API start, a reschedule) or leaves (reached a compute, ended)
+        the control plane: the ``pipeline`` load index."""
+        if enter and rec.i not in self.piped:
+            self.piped.add(rec.i)
+            self.pipeline += 1
+        elif not enter and rec.i in self.piped:
+            self.piped.discard(rec.i)
+            self.pipeline -= 1
+
+    def boot_ended(self) -> None:
+        self.open_boots -= 1
+        if self.open_boots == 0:
+            self.all_ended.succeed()
 
     def _to_poll(self, t: float) -> float:
         p = self.k.poll_interval_s
@@ -382,6 +377,7 @@ class _Cloud:
             yield w
             rec.start_s = t0 = env.now
             self.in_flight += 1  # load: boots the server side has started, not yet ended
+            self.pipe(rec, True)
             db = self.api_db.request()
             if not db.triggered:
                 got = yield db | env.timeout(k.db_pool_timeout_s)
@@ -455,6 +451,7 @@ class _Cloud:
             st["between components"] += hop
             rec.spans.append(("nova-conductor", "simulated-controller", "cast conductor",
                               t0, env.now))
+            self.pipe(rec, False)
             ok = yield from self._build(rec, h)
             if ok:
                 rec.host = h
@@ -465,6 +462,7 @@ class _Cloud:
             if rec.retries >= k.max_attempts:
                 rec.error, rec.error_service = RETRIES_ERROR, "nova-conductor"
                 return False
+            self.pipe(rec, True)
             hop = yield from self.spend("to_conductor")
             st["between components"] += hop
 
@@ -523,16 +521,28 @@ class _Cloud:
                         t0, env.now))
         hop = yield from self.spend("delete_to_compute", always=False)
         d.stages["between components"] = hop
-        host = f"simulated-compute-{h + 1}"
         t1 = env.now
         yield from self.spend("teardown")
         t2 = env.now
         d.phases.append(("teardown", t1, t2))
+        # the instance is saved DELETED here (nova/compute/manager.py _delete_instance, then
+        # _complete_deletion): the client's next poll sees it gone while the resource cleanup
+        # (the compute_resources lock, placement) goes on
+        self.open_boots += 1
+        env.process(self._delete_cleanup(d, h, t1, t2))
+        yield env.timeout(self._to_poll(env.now))
+        d.gone_seen_s = env.now
+
+    def _delete_cleanup(self, d: DeleteRecord, h: int, t1: float, t2: float):
+        """The delete's resource cleanup after the teardown: ``locks_per_delete`` holds of the
+        host's compute_resources lock (the resource tracker's ``update_usage``: the host's
+        row is rewritten), ``cleanup``, then ``delete_rest`` to the trace's end."""
+        env, host = self.env, f"simulated-compute-{h + 1}"
 
         def free() -> None:
             self.free_one(h)
 
-        yield from self.lock_hold(h, max(1, self.cal.locks_per_delete), free)
+        yield from self.lock_hold(h, max(1, self.cal.locks_per_delete), free, "delete")
         yield from self.spend("cleanup")
         d.phases.append(("resource_cleanup", t2, env.now))
         d.stages["nova-compute"] = env.now - t1
@@ -540,8 +550,7 @@ class _Cloud:
         rest = yield from self.spend("delete_rest", always=False)
         d.stages["between components"] += rest
         d.end_s = env.now
-        yield env.timeout(self._to_poll(env.now))
-        d.gone_seen_s = env.now
+        self.boot_ended()
 
 
 def simulate(cal: Calibration, knobs: Knobs) -> SimResult:
@@ -553,7 +562,10 @@ def simulate(cal: Calibration, knobs: Knobs) -> SimResult:
     cloud = _Cloud(env, cal, knobs)
     for i in range(knobs.servers):
         env.process(cloud.boot(i))
-    env.run()
+    if cal.periodic_interval_s > 0 and "periodic_held" in cal.stages and knobs.servers:
+        for h in range(knobs.computes):
+            env.process(cloud.periodic(h))
+    env.run(until=cloud.all_ended if knobs.servers else None)
     dur = env.now or 1.0
     busy = {name: b.busy_s / (b.capacity * dur) for name, b in cloud.busy.items()}
     if cloud.cpu is not None:
@@ -561,27 +573,3 @@ def simulate(cal: Calibration, knobs: Knobs) -> SimResult:
     return SimResult(knobs=knobs, boots=cloud.boots, deletes=cloud.deletes, duration_s=env.now,
                      busy=busy, placed=cloud.placed,
                      stretch={k: (v[0], v[1]) for k, v in cloud.stretch.items()})
-
-
-def summary(res: SimResult) -> dict[str, Any]:
-    """Headline numbers of a simulated storm: create p50/p95 (s, server side, successful
-    boots), throughput (boots per minute, first start to last ACTIVE), outcome counts,
-    retries, boots per host (top 5) and resource utilisation."""
-    done = [b for b in res.boots if b.outcome in ("success", "retried") and b.end_s is not None]
-    durs = [b.end_s - b.start_s for b in done if b.end_s is not None]
-    qs = statistics.quantiles(durs, n=20, method="inclusive") if len(durs) > 1 else durs * 19
-    t0 = min((b.start_s for b in res.boots), default=0.0)
-    t1 = max((b.end_s or 0.0 for b in done), default=0.0)
-    return {
-        "boots": len(res.boots),
-        "success": sum(b.outcome == "success" for b in res.boots),
-        "retried": sum(b.outcome == "retried" for b in res.boots),
-        "failed": sum(b.outcome == "failed" for b in res.boots),
-        "retries": sum(b.retries for b in res.boots),
-        "create_p50_s": qs[9] if durs else None,
-        "create_p95_s": qs[18] if durs else None,
-        "throughput_per_min": len(done) / (t1 - t0) * 60 if t1 > t0 else None,
-        "duration_s": res.duration_s,
-        "top_hosts": sorted(res.placed, reverse=True)[:5],
-        "utilisation": {k: round(v, 3) for k, v in res.busy.items()},
-    }

@@ -1,0 +1,91 @@
+"""What a simulated storm produces: one record per boot and per delete, the result of a run,
+and its headline numbers (:func:`summary`). Written by :mod:`stacklens.forecast.model`, read by
+:mod:`stacklens.forecast.tables` (the canonical tables) and the CLI; no simpy here."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from stacklens.forecast.knobs import Knobs
+
+__all__ = ["BootRecord", "DeleteRecord", "SimResult", "summary"]
+
+
+@dataclass
+class BootRecord:
+    """One simulated ``server.create``: times in seconds since the storm began.
+    ``stages`` maps a component (nova-api, ...) to its seconds; ``spans`` holds
+    (service, host, operation, start_s, end_s) of each span; ``phases`` (phase, start_s,
+    end_s) of nova-compute."""
+
+    i: int
+    submit_s: float = 0.0  # slot acquired, POST sent
+    start_s: float = 0.0  # nova-api starts the request (trace start)
+    end_s: float | None = None  # ACTIVE (trace end) or failure
+    accepted_s: float | None = None  # 202 (or 500) returned
+    seen_active_s: float | None = None  # client saw ACTIVE
+    outcome: str = "unknown"  # success, retried, failed
+    error: str | None = None
+    error_service: str | None = None
+    http_status: int = 202
+    retries: int = 0
+    host: int | None = None
+    stages: dict[str, float] = field(default_factory=dict)
+    spans: list[tuple[str, str, str, float, float]] = field(default_factory=list)
+    phases: list[tuple[str, float, float]] = field(default_factory=list)
+
+
+@dataclass
+class DeleteRecord:
+    """One simulated ``server.delete`` (times in seconds since the storm began)."""
+
+    i: int
+    host: int
+    start_s: float = 0.0
+    end_s: float = 0.0
+    gone_seen_s: float = 0.0
+    stages: dict[str, float] = field(default_factory=dict)
+    spans: list[tuple[str, str, str, float, float]] = field(default_factory=list)
+    phases: list[tuple[str, float, float]] = field(default_factory=list)
+
+
+@dataclass
+class SimResult:
+    """What one simulated storm produced: the records, the busiest resources (utilisation,
+    fraction of the storm's duration) and the hosts' final counts; with a shared CPU,
+    ``stretch`` maps (stage, load bin) to (elapsed_s, demand_s) of its CPU parts summed."""
+
+    knobs: Knobs
+    boots: list[BootRecord]
+    deletes: list[DeleteRecord]
+    duration_s: float
+    busy: dict[str, float]
+    placed: list[int]
+    events: int = 0
+    stretch: dict[tuple[str, int], tuple[float, float]] = field(default_factory=dict)
+
+
+def summary(res: SimResult) -> dict[str, Any]:
+    """Headline numbers of a simulated storm: create p50/p95 (s, server side, successful
+    boots), throughput (boots per minute, first start to last ACTIVE), outcome counts,
+    retries, boots per host (top 5) and resource utilisation."""
+    done = [b for b in res.boots if b.outcome in ("success", "retried") and b.end_s is not None]
+    durs = [b.end_s - b.start_s for b in done if b.end_s is not None]
+    qs = statistics.quantiles(durs, n=20, method="inclusive") if len(durs) > 1 else durs * 19
+    t0 = min((b.start_s for b in res.boots), default=0.0)
+    t1 = max((b.end_s or 0.0 for b in done), default=0.0)
+    return {
+        "boots": len(res.boots),
+        "success": sum(b.outcome == "success" for b in res.boots),
+        "retried": sum(b.outcome == "retried" for b in res.boots),
+        "failed": sum(b.outcome == "failed" for b in res.boots),
+        "retries": sum(b.retries for b in res.boots),
+        "create_p50_s": qs[9] if durs else None,
+        "create_p95_s": qs[18] if durs else None,
+        "throughput_per_min": len(done) / (t1 - t0) * 60 if t1 > t0 else None,
+        "duration_s": res.duration_s,
+        "top_hosts": sorted(res.placed, reverse=True)[:5],
+        "utilisation": {k: round(v, 3) for k, v in res.busy.items()},
+    }

@@ -1,0 +1,121 @@
+"""The compute_resources lock and the delete path in the forecast model (issue 9, calibration
+format 3): holds sampled by kind from oslo.concurrency lock lines, the resource tracker's
+periodic task, the client seeing a server gone before its resource cleanup, and the
+``pipeline`` load index. Small deterministic models with constant stage times: no timing."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from stacklens.forecast.calibrate import (
+    LOCK_STAGES,
+    STAGES,
+    Calibration,
+    _lock_kinds,
+    load_model,
+)
+from stacklens.forecast.dist import LoadDist, fit
+from stacklens.forecast.knobs import Knobs
+from stacklens.forecast.model import simulate
+from stacklens.forecast.run import shipped_model
+
+S = 1_000_000_000
+RT = "nova.compute.resource_tracker.ResourceTracker"
+
+
+def _released(fn: str, held_s: float) -> str:
+    # oslo.concurrency lockutils (2025.1): 'Lock "%s" "released" by "%s" :: held %0.3fs'
+    return f'Lock "compute_resources" "released" by "{RT}.{fn}" :: held {held_s:0.3f}s'
+
+
+def test_holds_are_sampled_by_kind_and_the_periodic_interval_measured():
+    rows = [  # (host, request_id, released at s, holder, held s)
+        ("fake-1", "req-c1", 10.0, "instance_claim", 2.2),
+        ("fake-1", "req-d1", 20.0, "update_usage", 1.6),
+        ("fake-1", "req-p1", 3.1, "_update_available_resource", 3.1),
+        ("fake-1", "req-p1", 0.0, "clean_compute_node_cache", 0.0),
+        ("fake-1", "req-p2", 63.0, "_update_available_resource", 3.0),
+        ("fake-2", "req-p3", 5.0, "_update_available_resource", 3.2),
+        ("fake-2", "req-p4", 66.0, "_update_available_resource", 3.1),
+        ("fake-2", "req-x", 30.0, "update_usage", 1.5),  # a delete the tracer did not link
+    ]
+    held = pl.DataFrame({
+        "host": [r[0] for r in rows], "request_id": [r[1] for r in rows],
+        "ts_ns": [int(r[2] * S) for r in rows],
+        "message": [_released(r[3], r[4]) for r in rows],
+        "lock_held_s": [r[4] for r in rows]})
+    held = held.with_columns(acq_ns=pl.col("ts_ns") - (pl.col("lock_held_s") * S)
+                             .cast(pl.Int64))
+    got: dict[str, list[float]] = {}
+
+    def add(stage, t0, dur):
+        got.setdefault(stage, []).extend(dur.to_list())
+
+    gaps = _lock_kinds(held, pl.DataFrame({"trace_id": ["req-c1"]}),
+                       pl.DataFrame({"trace_id": ["req-d1"]}), add)
+    assert got["claim_held"] == [2.2]
+    assert got["delete_held"] == [1.6]
+    # one sample per periodic run (holds of one request id summed); the unlinked
+    # update_usage is neither a claim, a delete nor the periodic task
+    assert sorted(got["periodic_held"]) == [3.0, 3.1, 3.1, 3.2]
+    assert sorted(round(g, 1) for g in gaps) == [60.0, 61.1]
+
+
+def _cal(every_s: float = 0.0, **stages: float) -> Calibration:
+    base = {s: 0.0 for s in STAGES}
+    base.update(api=0.1, build=1.0, teardown=1.0)
+    base.update(stages)
+    return Calibration(stages={k: LoadDist.constant(v) for k, v in base.items()},
+                       conductor_calls=0, periodic_interval_s=every_s)
+
+
+def test_client_sees_the_server_gone_before_the_resource_cleanup():
+    # nova/compute/manager.py _delete_instance saves the instance DELETED, then
+    # _complete_deletion runs the resource tracker's update_usage under the lock
+    cal = _cal(delete_held=30.0, claim_held=0.5)
+    k = Knobs(computes=1, servers=2, concurrency=1, poll_interval_s=0.0)
+    res = simulate(cal, k)
+    first, second = sorted(res.boots, key=lambda b: b.submit_s)
+    d = next(x for x in res.deletes if x.i == first.i)
+    assert d.gone_seen_s < d.end_s - 29.0  # the client did not wait for the cleanup
+    assert second.submit_s == d.gone_seen_s  # its slot went to the next boot at once
+    # the next boot's claim queues behind the cleanup's hold of the same host's lock
+    assert second.end_s - second.start_s > 25.0
+    assert res.duration_s == max(x.end_s for x in res.deletes)
+
+
+def test_periodic_holds_delay_claims_and_stop_with_the_storm():
+    # one boot at a time: the periodic run (first at a phase within 5 s) lands between claims
+    k = Knobs(computes=1, servers=6, concurrency=1, poll_interval_s=0.0, delete=False)
+    plain = simulate(_cal(claim_held=1.0), k)
+    periodic = simulate(_cal(claim_held=1.0, periodic_held=20.0, every_s=5.0), k)
+    end = max(b.end_s for b in periodic.boots)
+    assert end > max(b.end_s for b in plain.boots) + 15.0
+    assert periodic.duration_s == end  # no periodic run after the last boot
+    assert 0.0 < periodic.busy["compute_resources lock"] <= 1.0
+
+
+def test_pipeline_load_slows_the_control_plane_in_a_burst_only():
+    # to_compute measured 0.1 s with one boot in the control plane, 4 s with 20
+    loads = [1.0] * 30 + [20.0] * 30
+    durs = [0.1] * 30 + [4.0] * 30
+    stages = {s: LoadDist.constant(0.0) for s in STAGES}
+    stages.update(api=LoadDist.constant(0.05), build=LoadDist.constant(1.0),
+                  to_compute=fit(loads, durs))
+    cal = Calibration(stages=stages, conductor_calls=0, load="pipeline")
+    k = Knobs(computes=20, servers=20, concurrency=20, poll_interval_s=0.0, delete=False,
+              api_workers=20)
+    burst = simulate(cal, k)
+    one = simulate(cal, k.replace(concurrency=1))
+    med = sorted(b.stages["between components"] for b in burst.boots)[10]
+    assert med > 2.0  # twenty boots in the control plane at once
+    assert max(b.stages["between components"] for b in one.boots) < 0.5
+
+
+def test_shipped_model_has_the_holds_by_kind():
+    cal = load_model(shipped_model())
+    assert set(STAGES + LOCK_STAGES) <= set(cal.stages)
+    assert cal.load == "pipeline" and 30.0 <= cal.periodic_interval_s <= 90.0
+    claim = cal.stages["claim_held"].sample(0.5, 1.0, 8.0)
+    delete = cal.stages["delete_held"].sample(0.5, 1.0, 8.0)
+    assert 1.0 < delete < claim < 4.0  # the lab: update_usage 1.6 s, instance_claim 2.2 s
