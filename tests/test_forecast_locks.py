@@ -107,9 +107,14 @@ def test_pipeline_load_slows_the_control_plane_in_a_burst_only():
               api_workers=20)
     burst = simulate(cal, k)
     one = simulate(cal, k.replace(concurrency=1))
-    med = sorted(b.stages["between components"] for b in burst.boots)[10]
-    assert med > 2.0  # twenty boots in the control plane at once
-    assert max(b.stages["between components"] for b in one.boots) < 0.5
+
+    def hop(b) -> float:
+        return b.stages["between components"] + b.stages.get("nova-conductor", 0.0)
+
+    assert sorted(hop(b) for b in burst.boots)[10] > 2.0  # twenty in the control plane
+    assert max(hop(b) for b in one.boots) < 0.5
+    # the transit stays at its idle-cloud time; the slowdown is the conductor's
+    assert max(b.stages["between components"] for b in burst.boots) < 0.5
 
 
 def test_shipped_model_has_the_holds_by_kind():
