@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import polars as pl
-
 from test_span_episodes import AMQP, R, mid, rec, received, reply, run
 
 CTX = f"{R} u p"

@@ -34,9 +34,9 @@ End of a trace: for asynchronous operations the last completion (``done``) or wo
 
 Breakdown (event-gap attribution, a log-based critical-path approximation): the trace's events,
 sorted by time, cut its end-to-end time into gaps; a gap between two records of the same service
-is that service's time. A gap from another service's record to a record that continues the
-span of its service's previous record (no RPC receipt or API request started in between) is
-that service's time too, unless that previous record was an RPC call it sent (within
+is that service's time. A gap from another service's record to a record that continues its
+own span (not the span's first record: no RPC receipt or API request started it) is that
+service's time too, unless the span's previous record was an RPC call it sent (within
 ``CALL_BURST_NS`` of it: it waits for the reply); every other gap between records of different
 services is ``between components`` (RPC and HTTP transit, queues, work no log line shows). Why:
 a process waiting silently inside its own span (nova-compute for a build slot: the semaphore of
@@ -349,15 +349,15 @@ def breakdown(tev: pl.DataFrame, traces: pl.DataFrame) -> pl.DataFrame:
     tev = tev.join(traces.select("trace_id", pl.col("end_ns").alias("_end")), on="trace_id",
                    maintain_order="left")
     tev = tev.filter(pl.col("ts_ns") <= pl.col("_end"))
-    nxt = pl.col("ts_ns").shift(-1).over("trace_id")
-    nxt_svc = pl.col("service").shift(-1).over("trace_id")
-    by_svc = ["trace_id", "service"]
+    # rows are sorted by trace and time: the next row is the trace's next record unless the
+    # trace ends there (a plain shift, no group-by)
+    same = pl.col("trace_id").shift(-1) == pl.col("trace_id")
+    nxt = pl.when(same).then(pl.col("ts_ns").shift(-1))
+    nxt_svc = pl.when(same).then(pl.col("service").shift(-1))
     call_ns = pl.when(pl.col("rpc_kind") == RpcKind.CALL.value).then(pl.col("ts_ns"))
-    prev_ns = pl.col("ts_ns").shift(1).over(by_svc)
-    awaiting = (call_ns.forward_fill().shift(1).over(by_svc)
-                >= prev_ns - CALL_BURST_NS).fill_null(False)
-    cont = ((pl.col("span_id") == pl.col("span_id").shift(1).over(by_svc)).fill_null(False)
-            & ~awaiting)
+    prev_ns = pl.col("ts_ns").shift(1).over("span_id")  # the span's previous record
+    awaiting = call_ns.forward_fill().shift(1).over("span_id") >= prev_ns - CALL_BURST_NS
+    cont = prev_ns.is_not_null() & ~awaiting.fill_null(False)
     return (
         tev.select("trace_id", "ts_ns", "service", "span_id", "rpc_kind")
         .with_columns(_cont=cont)
@@ -365,7 +365,7 @@ def breakdown(tev: pl.DataFrame, traces: pl.DataFrame) -> pl.DataFrame:
             gap=(nxt - pl.col("ts_ns")) / 1e9,
             component=pl.when(nxt_svc == pl.col("service"))
             .then(pl.col("service"))
-            .when(pl.col("_cont").shift(-1).over("trace_id"))
+            .when(same & pl.col("_cont").shift(-1))
             .then(nxt_svc)
             .otherwise(pl.lit(BETWEEN)),
         )
