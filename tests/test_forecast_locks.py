@@ -93,6 +93,9 @@ def test_periodic_holds_delay_claims_and_stop_with_the_storm():
     assert end > max(b.end_s for b in plain.boots) + 15.0
     assert periodic.duration_s == end  # no periodic run after the last boot
     assert 0.0 < periodic.busy["compute_resources lock"] <= 1.0
+    # one host: its lock is the pool
+    assert periodic.busy["compute_resources lock, busiest host"] == \
+        periodic.busy["compute_resources lock"]
 
 
 def test_pipeline_load_slows_the_control_plane_in_a_burst_only():

@@ -131,6 +131,7 @@ class _Cloud:
                      "nova-scheduler": _Busy(k.scheduler_workers),
                      "compute build slots": _Busy(k.max_concurrent_builds * n),
                      "compute_resources lock": _Busy(n)}
+        self.lock_busy_s = [0.0] * n  # per host: the busiest host's lock saturates first
         self.boots: list[BootRecord] = []
         self.deletes: list[DeleteRecord] = []
         cores = k.cores or (cal.cpu.cores if cal.cpu is not None else 0.0)
@@ -303,6 +304,7 @@ class _Cloud:
                 if j == 0:
                     self.row_update(h)
                 self.busy["compute_resources lock"].add(self.env.now - t0)
+                self.lock_busy_s[h] += self.env.now - t0
 
     # -- the workflow -------------------------------------------------------------------------
     def boot(self, i: int):
@@ -348,6 +350,7 @@ class _Cloud:
                 t0 = self.env.now
                 yield self.env.timeout(self.draw("periodic_held"))
                 self.busy["compute_resources lock"].add(self.env.now - t0)
+                self.lock_busy_s[h] += self.env.now - t0
             yield self.env.timeout(every)
 
     def pipe(self, rec: BootRecord, enter: bool) -> None:
@@ -576,6 +579,7 @@ def simulate(cal: Calibration, knobs: Knobs) -> SimResult:
     env.run(until=cloud.all_ended if knobs.servers else None)
     dur = env.now or 1.0
     busy = {name: b.busy_s / (b.capacity * dur) for name, b in cloud.busy.items()}
+    busy["compute_resources lock, busiest host"] = max(cloud.lock_busy_s, default=0.0) / dur
     if cloud.cpu is not None:
         busy["shared CPU"] = cloud.cpu.busy_s / (cloud.cpu.cores * dur)
     return SimResult(knobs=knobs, boots=cloud.boots, deletes=cloud.deletes, duration_s=env.now,

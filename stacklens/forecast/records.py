@@ -53,8 +53,10 @@ class DeleteRecord:
 
 @dataclass
 class SimResult:
-    """What one simulated storm produced: the records, the busiest resources (utilisation,
-    fraction of the storm's duration) and the hosts' final counts; with a shared CPU,
+    """What one simulated storm produced: the records, the resources' utilisation (``busy``:
+    fraction of the storm's duration, pooled over a resource's workers or hosts, plus
+    ``compute_resources lock, busiest host``: the most held host's lock, which saturates
+    first under a burst) and the hosts' final counts; with a shared CPU,
     ``stretch`` maps (stage, load bin) to (elapsed_s, demand_s) of its CPU parts summed."""
 
     knobs: Knobs
