@@ -51,9 +51,9 @@ the shared controller down in a burst and drops to a few once the burst is throu
 closed-loop storm keeps the client's slots full all the time, so the other indices are almost
 constant in a calibration run and cannot show how a stage slows with load; on the lab runs
 (five at K=4, C=20 -> five at 2K, 2C) ``pipeline`` predicted create p50 / p95 / throughput
-+1 / -15 / +15 %, ``client`` +80 / -35 / +45 %. ``client``: the client's requests in flight (a slot is held
-from the create's submit until the server is gone: the ``requests`` table that ``stacklens
-run`` writes). ``server``: the ``server.create`` traces in flight (the fallback of ``client``
++1 / -15 / +15 %, ``client`` +80 / -35 / +45 %. ``client``: the client's requests in flight
+(a slot is held from the create's submit until the server is gone: the ``requests`` table
+that ``stacklens run`` writes). ``server``: the ``server.create`` traces in flight (the fallback of ``client``
 for runs without client records). ``active``: ``client`` minus the boots queued at a compute
 (build semaphore, ``compute_resources`` lock waits).
 
@@ -290,10 +290,11 @@ def _run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
         build=((pl.col("b_e") - pl.col("b_s")) / ns - pl.col("calls_s")
                - pl.col("lock_s")).clip(lower_bound=0.0),
         finish=(pl.col("end_ns") - pl.col("b_e")) / ns)
-    if load == "pipeline":  # boots between the API and the compute: the control plane's
-        pl_ = d.filter(pl.col("nova-api_s").is_not_null())  # work in progress
-        starts = pl_["nova-api_s"].to_list()
-        ends = pl_.select(pl.coalesce("nova-compute_s", "b_s", "nova-api_e"))[:, 0].to_list()
+    if load == "pipeline":  # boots between the API and a compute (add() reads these)
+        api_started = d.filter(pl.col("nova-api_s").is_not_null())
+        starts = api_started["nova-api_s"].to_list()
+        ends = api_started.select(pl.coalesce("nova-compute_s", "b_s", "nova-api_e")
+                                  ).to_series().to_list()
     if load == "active":
         lw = ev.filter(pl.col("lock_waited_s") > 0)
         waits += [(t - int(w * 1e9), t) for t, w in lw.select("ts_ns", "lock_waited_s").rows()]
