@@ -34,6 +34,8 @@ Sources of the formats (read in the OpenStack code):
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from stacklens.vocab import RpcKind
@@ -78,6 +80,9 @@ _LOCK = r"Lock \"([^\"]+)\" \"?(?:acquired|released)\"? by \"[^\"]+\" :: (waited
 #: or ``unique_id: ``): the regexes run only on messages holding one (about 15% of records),
 #: found by a literal scan; the others have no fact. Keep in step with the patterns.
 _GATES = ('"', "://", "Request (", "Took ", "msg_id: ", "unique_id: ")
+_GATE_RX = "|".join(re.escape(g) for g in _GATES)
+#: the columns :func:`_add_facts_all` reads
+_READ = ("message", "logger", "file", "line_no", "ts_ns", "request_id")
 
 
 def _num(e: pl.Expr) -> pl.Expr:
@@ -134,15 +139,20 @@ def add_facts(events: pl.DataFrame, stats: list | None = None) -> pl.DataFrame:
     The patterns run only on the records whose message holds one of :data:`_GATES` (a literal
     scan); the result is the same as :func:`_add_facts_all` on every record."""
     m = pl.col("message")
-    gate = pl.any_horizontal([m.str.contains(g, literal=True) for g in _GATES]).fill_null(False)
-    ev = events.with_row_index("_i")
-    sub = ev.filter(gate)
-    if sub.height * 2 > ev.height:  # most records may hold a fact: no gain in splitting
+    # one scan for all the literals (an alternation of escaped literals runs as a literal
+    # searcher in Rust's regex: 0.41 s against 0.67 s for six scans, 3.5 M records)
+    gate = events.select(m.str.contains(_GATE_RX).fill_null(False)).to_series()
+    n_sub = int(gate.sum())
+    if n_sub * 2 > events.height:  # most records may hold a fact: no gain in splitting
         return _add_facts_all(events, stats)
-    facts = _add_facts_all(sub, stats)
-    new = [c for c in facts.columns if c not in ev.columns]
-    return ev.join(facts.select("_i", *new), on="_i", how="left", maintain_order="left").drop(
-        "_i")
+    # only the columns the facts are read from are filtered (not the continuation text, ...)
+    read = [c for c in _READ if c in events.columns]
+    facts = _add_facts_all(events.select(read).filter(gate), stats)
+    new = [c for c in facts.columns if c not in read]
+    # each record's row in ``facts`` (null: no fact): the new columns are gathered to full
+    # length and put beside the existing ones, which are not copied (a join copied them all)
+    pos = pl.select(pl.when(gate).then(gate.cum_sum() - 1)).to_series().cast(pl.UInt32)
+    return events.hstack([facts.get_column(c).gather(pos) for c in new])
 
 
 def _add_facts_all(events: pl.DataFrame, stats: list | None = None) -> pl.DataFrame:
