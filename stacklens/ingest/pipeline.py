@@ -47,6 +47,7 @@ _SAMPLE_LINES = 400
 #: bytes of log text per batch
 _BATCH_MIB = 64
 _SAMPLE_LINE_CHARS = 4_096
+_SAMPLE_HEAD_BYTES = 256 << 10
 #: per host without ``--tz`` (ingest_stats ``timezone_assumption``)
 HOST_TZ_ASSUMED = (
     "times assumed UTC: no zone in oslo.log lines; pass --tz HOST=ZONE if this host logs local time"
@@ -111,8 +112,12 @@ class _Tokenized:
 def _sample_lines(data: bytes) -> list[str]:
     """The first lines of ``data`` for format detection, each cut to a few KiB (a 1 MB first
     line must not hide the records after it)."""
-    out: list[str] = []
-    pos = 0
+    # the lines the first 256 KiB hold whole (ended by a newline) in one split, often all;
+    # the rest one by one
+    parts = data[:_SAMPLE_HEAD_BYTES].split(b"\n", _SAMPLE_LINES)
+    whole = parts[:-1]
+    out = [p[:_SAMPLE_LINE_CHARS].decode("utf-8", "replace") for p in whole]
+    pos = sum(len(p) for p in whole) + len(whole)
     while len(out) < _SAMPLE_LINES and pos < len(data):
         end = data.find(b"\n", pos)
         end = len(data) if end < 0 else end
