@@ -131,30 +131,33 @@ def _assign(
 
 def _episodes(ev: pl.DataFrame) -> pl.DataFrame:
     """``ev`` (real records of traces) plus ``_episode`` (Int64, per process, in start order);
-    rules in the module docstring."""
+    rules in the module docstring. Rows stay in ``ev``'s order: the episodes are found on a
+    narrow frame (the keys, times and flags), so the wide records are never sorted here."""
     key = [*_PROC, "_loc"]
     loc = pl.col("req_local") if "req_local" in ev.columns else pl.col("request_id")
-    ev = ev.sort(*_PROC, "ts_ns", "eid").with_columns(_loc=loc)
-    ev = ev.with_columns(_loc=pl.col("_loc").forward_fill().backward_fill().over(_PROC))
     server_access = pl.col("http_status").is_not_null() & _SERVER
-    ev = ev.sort(*key, "ts_ns", "eid", nulls_last=True)
-    cols = ev.select(
-        _g=pl.concat_str([pl.col(c).cast(pl.String).fill_null("\x00") for c in key], separator="\x01"),
-        _k=pl.col("rpc_kind"),
-        _r=pl.col("rpc_id"),
+    nar = ev.select(
+        *_PROC, "ts_ns", "eid", _loc=loc, _k=pl.col("rpc_kind"), _r=pl.col("rpc_id"),
         _m=pl.col("message").str.contains(_STARTS).fill_null(False),
         _a=server_access.fill_null(False),
-    )
-    ep = _assign(*(cols[c].to_list() for c in ("_g", "_k", "_r", "_m", "_a")))
-    ev = ev.with_columns(_ep=pl.Series(ep, dtype=pl.Int64))
+    ).with_row_index("_row")
+    nar = nar.sort(*_PROC, "ts_ns", "eid")
+    nar = nar.with_columns(_loc=pl.col("_loc").forward_fill().backward_fill().over(_PROC))
+    nar = nar.sort(*key, "ts_ns", "eid", nulls_last=True)
+    # a new (process, local request) group where any key differs from the row before
+    g = pl.any_horizontal(pl.col(c).ne_missing(pl.col(c).shift(1)) for c in key)
+    grp = nar.select(g.fill_null(True).cum_sum()).to_series()
+    ep = _assign(grp.to_list(), *(nar[c].to_list() for c in ("_k", "_r", "_m", "_a")))
+    nar = nar.with_columns(_ep=pl.Series(ep, dtype=pl.Int64))
     first = (
-        ev.group_by([*_PROC, "_ep"])
+        nar.group_by([*_PROC, "_ep"])
         .agg(pl.col("ts_ns").min().alias("_t0"), pl.col("eid").min().alias("_e0"))
         .sort("_t0", "_e0")
         .with_columns(_episode=pl.int_range(pl.len(), dtype=pl.Int64).over(_PROC))
         .drop("_t0", "_e0")
     )
-    return ev.join(first, on=[*_PROC, "_ep"], how="left", nulls_equal=True).drop("_ep", "_loc")
+    nar = nar.join(first, on=[*_PROC, "_ep"], how="left", nulls_equal=True)
+    return ev.with_columns(nar.sort("_row").get_column("_episode"))
 
 
 def timed_events(linked: pl.DataFrame) -> pl.DataFrame:
