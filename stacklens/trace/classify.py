@@ -346,8 +346,10 @@ def breakdown(tev: pl.DataFrame, traces: pl.DataFrame) -> pl.DataFrame:
     the records between the trace's start and its end (``traces.end_ns``); ``tev`` as
     :func:`stacklens.trace.spans.timed_events` returns it (``span_id``, ``rpc_kind``; sorted by
     trace and time). Rules: module docstring."""
-    tev = tev.join(traces.select("trace_id", pl.col("end_ns").alias("_end")), on="trace_id",
-                   maintain_order="left")
+    # the five columns it reads, before the join: a join of the whole records copied them all
+    tev = tev.select("trace_id", "ts_ns", "service", "span_id", "rpc_kind").join(
+        traces.select("trace_id", pl.col("end_ns").alias("_end")), on="trace_id",
+        maintain_order="left")
     tev = tev.filter(pl.col("ts_ns") <= pl.col("_end"))
     # rows are sorted by trace and time: the next row is the trace's next record unless the
     # trace ends there (a plain shift, no group-by)
@@ -395,7 +397,8 @@ _MARKS = {
 def phases(tev: pl.DataFrame) -> pl.DataFrame:
     """nova-compute phases per trace (:data:`stacklens.schema.PHASES`): build phases (claim,
     network, block_device, spawn, build) and delete phases (teardown, resource_cleanup)."""
-    cpu = tev.filter(pl.col("service") == "nova-compute")
+    cpu = tev.select("trace_id", "service", "ts_ns", "message", "took_what", "took_s").filter(
+        pl.col("service") == "nova-compute")
     frames = []
     for name, (start_rx, end_rx, first) in _MARKS.items():
         st = pl.col("ts_ns").filter(pl.col("message").str.contains(start_rx))
