@@ -56,6 +56,20 @@ CONSTRAINTS: Columns = {
 _SENDS = {k: f"rpc_{k}" for k in RPC_SENDS}  # call -> rpc_call, cast -> rpc_cast
 _KILO_SEND = r"^(?:MSG_ID|UNIQUE_ID) is [0-9a-f]{32}"
 _KILO_RECV_RID = r"^unpacked context: \{.*'request_id': u?'(req-[0-9a-f-]+)'"
+#: one ``'request_id': '<id>'`` item of a dump (:data:`_KILO_RECV_RID` takes the last on the
+#: first line: its ``.*`` is greedy; two items never overlap)
+_RID_ITEM = r"'request_id': u?'req-[0-9a-f-]+'"
+
+
+def _dump_request_id(msg: pl.Expr) -> pl.Expr:
+    """``msg.str.extract(_KILO_RECV_RID, 1)`` (String, null where there is none), found as the
+    last ``'request_id'`` item of a one-line dump by a search without captures: the greedy
+    ``.*`` made the capture engines walk every dump (1.27 s against 0.25 s for 562 k dumps,
+    same ids). A message with a newline takes the pattern itself (``.`` stops there)."""
+    nl = msg.str.contains("\n", literal=True)
+    last = msg.str.extract_all(_RID_ITEM).list.last().str.extract(r"'(req-[0-9a-f-]+)'$", 1)
+    one_line = pl.when(msg.str.starts_with("unpacked context: {") & ~nl).then(last)
+    return pl.coalesce(one_line, pl.when(nl).then(msg).str.extract(_KILO_RECV_RID, 1))
 
 
 def _rows(src: pl.DataFrame, dst: pl.DataFrame, on: str, kind: str, slack_s: float) -> pl.DataFrame:
@@ -136,7 +150,7 @@ def _context_rows(ev: pl.DataFrame, res: float) -> list[pl.DataFrame]:
     )
     recv = (
         ev.filter(oslo & msg.str.starts_with("unpacked context:").fill_null(False))
-        .with_columns(request_id=msg.str.extract(_KILO_RECV_RID, 1))
+        .with_columns(request_id=_dump_request_id(msg))
         .filter(pl.col("request_id").is_not_null())
     )
     if not (sends.height and recv.height):
@@ -156,7 +170,7 @@ def clock_text() -> pl.Expr:
     msg, log = pl.col("message"), pl.col("logger").fill_null("")
     dump = log.str.starts_with("oslo_messaging") & msg.str.starts_with("unpacked context:")
     cut = pl.concat_str([pl.lit("unpacked context: {'request_id': '"),
-                         msg.str.extract(_KILO_RECV_RID, 1), pl.lit("'}")])
+                         _dump_request_id(msg), pl.lit("'}")])
     return (pl.when(~clock_messages()).then(None)
             .when(dump.fill_null(False)).then(cut)
             .otherwise(msg))
