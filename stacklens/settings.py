@@ -8,7 +8,13 @@ import os
 
 from stacklens.errors import UserError
 
-__all__ = ["positive_int"]
+__all__ = ["native_enabled", "positive_int"]
+
+
+def native_enabled() -> bool:
+    """False when ``STACKLENS_NATIVE`` is ``0``: every stage then runs its Python/Polars
+    reference instead of the native extension (``stacklens_native``), same tables."""
+    return os.environ.get("STACKLENS_NATIVE", "1").strip() != "0"
 
 
 def positive_int(name: str, default: int, *, unit: str = "") -> int:

@@ -14,6 +14,7 @@
 //! them with the Python rules.
 
 mod arrow;
+mod episodes;
 mod fast;
 mod redact;
 mod rules;
@@ -171,6 +172,38 @@ fn count_lines(py: Python<'_>, data: PyBackedBytes) -> u64 {
     })
 }
 
+/// The trace stage's episode assignment (`episodes.rs`; reference: `stacklens.trace.spans.
+/// _assign`) over little-endian arrays of one length: `group` and `rpc` u32, `kind`, `marker`
+/// and `access` u8. Returns the episodes as an Arrow table with one Int64 column `episode`.
+/// ValueError when the lengths differ. The GIL is released while it runs.
+#[pyfunction]
+#[pyo3(name = "episodes")]
+fn assign_episodes(
+    py: Python<'_>,
+    group: PyBackedBytes,
+    kind: PyBackedBytes,
+    rpc: PyBackedBytes,
+    marker: PyBackedBytes,
+    access: PyBackedBytes,
+) -> PyResult<ArrowTable> {
+    let n = kind.len();
+    if group.len() != 4 * n || rpc.len() != 4 * n || marker.len() != n || access.len() != n {
+        return Err(PyValueError::new_err("episodes: arrays of different lengths"));
+    }
+    let out = py.detach(|| {
+        let u32s = |b: &[u8]| -> Vec<u32> {
+            b.chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        };
+        episodes::assign(&u32s(&group), &kind, &u32s(&rpc), &marker, &access)
+    });
+    Ok(ArrowTable {
+        cols: Mutex::new(Some(vec![("episode", Column::I64(arrow::PrimCol::all_valid(out)))])),
+        n,
+    })
+}
+
 /// `{name: on}` for the hand-written fast paths the given patterns allow; a fast path is off when
 /// a pattern differs from the one it was written (and tested) for: results stay the same, only
 /// slower (see native/README.md).
@@ -270,6 +303,7 @@ fn stacklens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(fast_paths, m)?)?;
     m.add_function(wrap_pyfunction!(count_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(assign_episodes, m)?)?;
     m.add_function(wrap_pyfunction!(oslo_ts, m)?)?;
     m.add_function(wrap_pyfunction!(syslog_ts, m)?)?;
     m.add_function(wrap_pyfunction!(context, m)?)?;

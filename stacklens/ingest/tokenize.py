@@ -35,7 +35,6 @@ they diverge.
 from __future__ import annotations
 
 import io
-import os
 import re
 from dataclasses import dataclass, field
 
@@ -58,6 +57,7 @@ from stacklens.ingest.fields import timestamp as _timestamp
 from stacklens.ingest.formats import LineFormat
 from stacklens.ingest.formats.base import OSLO_DATE, PLACEHOLDER
 from stacklens.ingest.redact import _CHEAP, _REPLACEMENT, _SECRET, redact, redact_columns
+from stacklens.settings import native_enabled
 
 try:  # the native tokenizer is optional: built from native/ (see native/README.md)
     import stacklens_native as _native
@@ -188,7 +188,7 @@ def native_wanted() -> bool:
     """True when ingest will use the native tokenizer: ``stacklens_native`` is importable and
     ``STACKLENS_NATIVE`` is not ``0`` (files of formats marked ``native=False`` still take the
     Polars path)."""
-    return _native is not None and os.environ.get("STACKLENS_NATIVE", "1").strip() != "0"
+    return _native is not None and native_enabled()
 
 
 def count_lines(data: bytes) -> int:

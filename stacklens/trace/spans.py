@@ -48,7 +48,13 @@ from __future__ import annotations
 
 import polars as pl
 
+from stacklens.settings import native_enabled
 from stacklens.vocab import ERROR_LEVELS, RPC_SENDS, RpcKind, is_client
+
+try:  # the native kernel is optional (native/, built by pip install .)
+    import stacklens_native as _native
+except ImportError:  # pragma: no cover - depends on the installation
+    _native = None
 
 __all__ = ["build_flows", "build_spans", "timed_events"]
 
@@ -84,6 +90,35 @@ _STARTS = (
     r"^Running periodic task |^\(\d+\) (?:accepted|timed out|wsgi starting up|wsgi exited)"
     r"|^Starting request: "
 )
+
+
+def _episode_numbers(nar: pl.DataFrame) -> pl.Series:
+    """:func:`_assign` of ``nar``'s rows (columns ``_g`` group number, ``_k`` RPC kind, ``_r``
+    RPC id, ``_m`` marker, ``_a`` server access; sorted as :func:`_assign` wants), as an Int64
+    Series. On the native kernel when ``stacklens_native`` has it (the same state machine on
+    integer codes: ~2.5 s of Python for 2.2 M records), else the Python reference."""
+    fast = getattr(_native, "episodes", None) if native_enabled() else None
+    if fast is None:
+        return pl.Series(_assign(*(nar[c].to_list() for c in ("_g", "_k", "_r", "_m", "_a"))),
+                         dtype=pl.Int64)
+    codes = nar.select(
+        pl.col("_g").cast(pl.UInt32),
+        pl.col("_k").replace_strict(_KIND_CODES, default=0, return_dtype=pl.UInt8),
+        # equal ids get equal codes within one cast; no id: u32::MAX
+        pl.col("_r").cast(pl.Categorical).to_physical().cast(pl.UInt32)
+        .fill_null(_NO_RPC),
+        pl.col("_m").cast(pl.UInt8),
+        pl.col("_a").cast(pl.UInt8),
+    )
+    arrays = [codes.to_series(i).to_numpy().astype(f"<{t}", copy=False).tobytes()
+              for i, t in enumerate(("u4", "u1", "u4", "u1", "u1"))]
+    return pl.Series(fast(*arrays)).struct.unnest().to_series(0)
+
+
+#: ``rpc_kind`` -> the native kernel's kind code (``native/src/episodes.rs``)
+_KIND_CODES = {RpcKind.RECV_CALL.value: 1, RpcKind.RECV_CAST.value: 2,
+               RpcKind.REPLY_SEND.value: 3}
+_NO_RPC = 2**32 - 1
 
 
 def _assign(
@@ -146,9 +181,8 @@ def _episodes(ev: pl.DataFrame) -> pl.DataFrame:
     nar = nar.sort(*key, "ts_ns", "eid", nulls_last=True)
     # a new (process, local request) group where any key differs from the row before
     g = pl.any_horizontal(pl.col(c).ne_missing(pl.col(c).shift(1)) for c in key)
-    grp = nar.select(g.fill_null(True).cum_sum()).to_series()
-    ep = _assign(grp.to_list(), *(nar[c].to_list() for c in ("_k", "_r", "_m", "_a")))
-    nar = nar.with_columns(_ep=pl.Series(ep, dtype=pl.Int64))
+    nar = nar.with_columns(_g=g.fill_null(True).cum_sum())
+    nar = nar.with_columns(_ep=_episode_numbers(nar))
     first = (
         nar.group_by([*_PROC, "_ep"])
         .agg(pl.col("ts_ns").min().alias("_t0"), pl.col("eid").min().alias("_e0"))
