@@ -69,3 +69,12 @@ def test_trace_tables_identical_without_the_kernel(monkeypatch):
     python = build_traces(events)
     for name in ("spans", "flows", "traces", "breakdown", "phases"):
         assert_frame_equal(native[name], python[name])
+
+
+def test_columns_of_the_null_type():
+    # frames built without an RPC column's dtype (all values missing) take the kernel too
+    nar = pl.DataFrame({"_g": [1, 1, 2], "_k": [None] * 3, "_r": [None] * 3,
+                        "_m": [False, True, False], "_a": [False, False, True]})
+    assert nar.schema["_k"] == pl.Null
+    want = _assign(*(nar[c].to_list() for c in ("_g", "_k", "_r", "_m", "_a")))
+    assert _episode_numbers(nar).to_list() == want == [1, 2, 3]

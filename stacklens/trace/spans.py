@@ -92,6 +92,12 @@ _STARTS = (
 )
 
 
+#: ``rpc_kind`` -> the native kernel's kind code (``native/src/episodes.rs``)
+_KIND_CODES = {RpcKind.RECV_CALL.value: 1, RpcKind.RECV_CAST.value: 2,
+               RpcKind.REPLY_SEND.value: 3}
+_NO_RPC = 2**32 - 1
+
+
 def _episode_numbers(nar: pl.DataFrame) -> pl.Series:
     """:func:`_assign` of ``nar``'s rows (columns ``_g`` group number, ``_k`` RPC kind, ``_r``
     RPC id, ``_m`` marker, ``_a`` server access; sorted as :func:`_assign` wants), as an Int64
@@ -103,9 +109,10 @@ def _episode_numbers(nar: pl.DataFrame) -> pl.Series:
                          dtype=pl.Int64)
     codes = nar.select(
         pl.col("_g").cast(pl.UInt32),
-        pl.col("_k").replace_strict(_KIND_CODES, default=0, return_dtype=pl.UInt8),
+        pl.col("_k").cast(pl.String).replace_strict(_KIND_CODES, default=0,
+                                                    return_dtype=pl.UInt8),
         # equal ids get equal codes within one cast; no id: u32::MAX
-        pl.col("_r").cast(pl.Categorical).to_physical().cast(pl.UInt32)
+        pl.col("_r").cast(pl.String).cast(pl.Categorical).to_physical().cast(pl.UInt32)
         .fill_null(_NO_RPC),
         pl.col("_m").cast(pl.UInt8),
         pl.col("_a").cast(pl.UInt8),
@@ -115,21 +122,16 @@ def _episode_numbers(nar: pl.DataFrame) -> pl.Series:
     return pl.Series(fast(*arrays)).struct.unnest().to_series(0)
 
 
-#: ``rpc_kind`` -> the native kernel's kind code (``native/src/episodes.rs``)
-_KIND_CODES = {RpcKind.RECV_CALL.value: 1, RpcKind.RECV_CAST.value: 2,
-               RpcKind.REPLY_SEND.value: 3}
-_NO_RPC = 2**32 - 1
-
-
 def _assign(
-    group: list[str],
+    group: list[int],
     kind: list[str | None],
     rpc: list[str | None],
     marker: list[bool],
     access: list[bool],
 ) -> list[int]:
     """Episode number of each row (rows sorted by key, then time); rules in the module
-    docstring. ``group`` changes value where a new (process, local request) key starts."""
+    docstring. ``group`` changes value where a new (process, local request) key starts. The
+    reference of the native kernel (``native/src/episodes.rs``) and its fallback."""
     out = [0] * len(group)
     n_ep = 0
     prev_g = None
