@@ -191,14 +191,13 @@ def origin_rows(ev: pl.DataFrame, res: float) -> pl.DataFrame | None:
     src = acc.group_by("request_id").agg(
         src_host=pl.col("host").first(), src_ts_ns=pl.col("start_ns").min()
     )
-    ids = src["request_id"].unique().to_list()
+    ids = src["request_id"].unique()
+    # each id column with host and time only: a filter of the whole records copied the messages
     down = (
         pl.concat(
             [
-                _first_by_host(ev.filter(pl.col("request_id").is_in(ids)), "request_id"),
-                _first_by_host(
-                    ev.filter(pl.col("global_request_id").is_in(ids)), "global_request_id"
-                ),
+                _first_by_host(ev.select(c, "host", "ts_ns").filter(pl.col(c).is_in(ids)), c)
+                for c in ("request_id", "global_request_id")
             ]
         )
         .group_by("key", "dst_host")
