@@ -14,11 +14,10 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 if os.environ.get("STACKLENS_REQUIRE_NATIVE") == "1":  # CI: a missing extension fails here
-    import stacklens_native  # noqa: F401
+    import stacklens_native as _native
 else:
-    pytest.importorskip("stacklens_native", reason="stacklens_native is not built (pip install .)")
-
-import stacklens_native as _native  # noqa: E402
+    _native = pytest.importorskip("stacklens_native",
+                                  reason="stacklens_native is not built (pip install .)")
 
 if not hasattr(_native, "episodes"):
     if os.environ.get("STACKLENS_REQUIRE_NATIVE") == "1":
