@@ -47,7 +47,10 @@ class BrokerConfig:
     ``queue_max``: raw trace messages held in memory before drops; ``broker_queue_max``: cap of
     the trace queue in the broker; ``max_rows``: rows kept before drops; ``ctl``: argv prefix of
     rabbitmqctl (e.g. ``["rabbitmqctl", "-n", "rabbit@host"]``) to switch the firehose with
-    ``trace_on``/``trace_off`` instead of the management API."""
+    ``trace_on``/``trace_off`` instead of the management API; ``quiet_s``/``quiet_wait_s``: at
+    stop, the firehose stays on until no trace event arrived for ``quiet_s`` seconds (waiting at
+    most ``quiet_wait_s``), so a message published just before the end is traced delivered too
+    (switching off mid-flight leaves a publish without its delivery)."""
 
     mgmt_url: str
     amqp_host: str = "127.0.0.1"
@@ -60,6 +63,8 @@ class BrokerConfig:
     broker_queue_max: int = 1_000_000
     max_rows: int = 5_000_000
     ctl: tuple[str, ...] | None = None
+    quiet_s: float = 0.5
+    quiet_wait_s: float = 3.0
 
 
 class BrokerRecorder:
@@ -89,6 +94,7 @@ class BrokerRecorder:
         self._threads: list[threading.Thread] = []
         self._conn_name = f"stacklens-broker:{os.getpid()}:{id(self):x}"
         self._tracing = False
+        self._last_event = time.monotonic()  # monotonic s of the last trace event received
         self.t0_ns = self.t1_ns = 0
 
     # -- firehose -------------------------------------------------------------------------
@@ -113,6 +119,7 @@ class BrokerRecorder:
 
         def on_msg(_ch: Any, method: Any, props: Any, body: bytes) -> None:
             item = (time.time_ns(), method.routing_key, props.headers, body)
+            self._last_event = time.monotonic()
             try:
                 self._raw.put_nowait(item)
             except queue.Full:
@@ -177,6 +184,20 @@ class BrokerRecorder:
         else:
             self.mgmt.set_tracing(on)
 
+    def _wait_quiet(self) -> None:
+        """Block until no trace event came for ``quiet_s`` seconds, ``quiet_wait_s`` at most;
+        notes it when the broker never went quiet (a busy cloud: the edge may hold a few
+        publishes without their deliveries)."""
+        deadline = time.monotonic() + self.cfg.quiet_wait_s
+        while time.monotonic() < deadline:
+            idle = time.monotonic() - self._last_event
+            if idle >= self.cfg.quiet_s:
+                return
+            time.sleep(min(self.cfg.quiet_s - idle, 0.1) + 0.01)
+        self._notes.append(f"the broker did not go quiet for {self.cfg.quiet_s} s within "
+                           f"{self.cfg.quiet_wait_s} s before the firehose was switched off: "
+                           "messages in flight then are traced published but not delivered")
+
     # -- Recorder protocol ----------------------------------------------------------------
     def start(self) -> None:
         """Connect, bind, switch the firehose on, start the threads (returns in seconds)."""
@@ -210,6 +231,7 @@ class BrokerRecorder:
         each), and return the tables and notes (see the class docstring)."""
         self.t1_ns = time.time_ns()
         if self._tracing:
+            self._wait_quiet()
             try:
                 self._switch(False)
                 self._tracing = False
