@@ -141,16 +141,23 @@ def build_traces_bounded(
         # the split's record batches were Arrow's (its own allocator, which keeps what it
         # freed: ~0.8 GB at 10 M lines); hand that back before the buckets allocate theirs
         pa.default_memory_pool().release_unused()
-        parts: dict[str, list[pl.DataFrame]] = {}
+        # each bucket's tables go to files and are read back at the end: held in memory,
+        # their strings would keep the bucket's string buffers alive (a gathered or filtered
+        # string column shares its source's buffers), ~80 MB per bucket at 30 M lines
+        made: dict[str, list[Path]] = {}
         for i in range(b):
             files = sorted((tmp / str(i)).glob("*.parquet"))
             if files:
                 linked = pl.read_parquet(files).sort("ts_ns", "eid")
                 for name, df in trace_tables(linked).items():
-                    parts.setdefault(name, []).append(df)
+                    f = tmp / "out" / name / f"{i:06d}.parquet"
+                    f.parent.mkdir(parents=True, exist_ok=True)
+                    df.write_parquet(f, compression="lz4", statistics=False)
+                    made.setdefault(name, []).append(f)
                 del linked
             if on_bucket is not None:
                 on_bucket(i + 1, b)
+        parts = {name: [pl.read_parquet(f) for f in fs] for name, fs in made.items()}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return {**merge_buckets(parts), "clock_offsets": conform(offsets, "clock_offsets")}
@@ -161,15 +168,18 @@ def link_pass(path: Path, columns: Sequence[str], b: int) -> tuple[pl.DataFrame,
     row per record of a trace, sorted by ``_row`` (UInt32, the row in the events file):
     ``eid`` (UInt32, :func:`~stacklens.trace.link.link_events`' number, which is not the file's
     row when clock correction grouped the records by day), ``ts_ns`` (Int64, corrected),
-    ``req_local``, ``trace_id`` (String), ``_b`` (UInt32 bucket)."""
+    ``req_local``, ``trace_id`` (Categorical), ``_b`` (UInt32 bucket)."""
     offsets = _offsets(path, columns)
     # a record with no request id, global request id, instance or RPC id is linked by no rule
     # (nor adopted: orphans have an instance): left out before linking (37 % of the records of
     # the 10 M-line bench corpus); the rest keep their relative order, so the eids order alike
     keyed = pl.any_horizontal(pl.col(c).is_not_null() for c in _IDS)
-    linked = adopt_orphan_markers(link_events(_corrected(path, offsets).filter(keyed)))
+    linked = adopt_orphan_markers(link_events(_corrected(path, offsets, keyed)))
+    # the ids stay categorical (each distinct id stored once): as strings, the traced
+    # records' trace and request ids were ~0.7 GB more at 30 M lines; _split makes them strings
+    # a batch at a time
     linked = linked.filter(pl.col("trace_id").is_not_null()).with_columns(
-        pl.col("trace_id", "req_local", "rpc_id").cast(pl.String))
+        pl.col("trace_id", "req_local").cast(pl.Categorical))
     keys = (
         linked.select("_row", "eid", "ts_ns", "req_local", "trace_id")
         .join(_components(linked), on="trace_id", how="left", maintain_order="left")
@@ -192,10 +202,10 @@ def _offsets(path: Path, columns: Sequence[str]) -> pl.DataFrame:
     if pl.scan_parquet(path).select(pl.col("host").drop_nulls().n_unique()).collect().item() < 2:
         return pl.DataFrame(schema=TABLES["clock_offsets"])
     cols = [c for c in columns if c in LINK_COLUMNS and c not in _LINK_ONLY]
-    return correct_clocks(_clock_frame(pl.scan_parquet(path).select(cols)), apply=False)[1]
+    return correct_clocks(_clock_frame(path, cols), apply=False)[1]
 
 
-def _clock_frame(scan: pl.LazyFrame) -> pl.DataFrame:
+def _clock_frame(path: Path, cols: Sequence[str]) -> pl.DataFrame:
     """What the clock rules read, with the *plain* records folded: a record with no RPC kind or
     id, no HTTP status and no message a rule reads (:func:`~stacklens.trace.skew.clock_messages`)
     is read by a rule only through the earliest time of its (request id or global request id,
@@ -208,16 +218,26 @@ def _clock_frame(scan: pl.LazyFrame) -> pl.DataFrame:
     bench corpus: 2.43 M plain records fold into 168 k rows, the frame shrinks from 3.5 M to
     1.26 M rows). The other records' ``message`` is as the rules read it
     (:func:`~stacklens.trace.skew.clock_text`: null where no rule reads it, a context dump cut
-    to its request id). Columns: ``scan``'s; rows in file order."""
+    to its request id). Columns: ``cols`` of the events Parquet file ``path``; rows in file
+    order.
+
+    Memory: the kept and the folded records come from two scans, not one shared scan: Polars
+    caches a subplan two branches share (``comm_subplan_elim``), which held every record's
+    columns, ``message`` included (3.6 -> 1.8 GiB peak on the 10.5 M records of the 30 M-line
+    bench corpus); the row number comes from the Parquet reader (``row_index_name``), which
+    streams, where ``with_row_index`` on the scan did not (1.8 -> 1.2 GiB for the kept
+    records alone)."""
     said = clock_messages()
     plain = (pl.col("rpc_kind").is_null() & pl.col("rpc_id").is_null()
              & pl.col("http_status").is_null() & ~said)
-    ev = scan.with_row_index("_row")
-    cols = scan.collect_schema().names()
+
+    def ev() -> pl.LazyFrame:
+        return pl.scan_parquet(path, row_index_name="_row").select("_row", *cols)
+
     key = ["host", "service", "logger", "request_id", "global_request_id", "_day"]
-    kept = ev.filter(~plain).with_columns(message=clock_text())
+    kept = ev().filter(~plain).with_columns(message=clock_text())
     folded = (
-        ev.filter(plain)
+        ev().filter(plain)
         .with_columns(_day=pl.col("ts_ns") // _DAY_NS)
         .group_by(key)
         .agg(pl.col("_row").min(), pl.col("ts_ns").min())
@@ -226,54 +246,67 @@ def _clock_frame(scan: pl.LazyFrame) -> pl.DataFrame:
     return (
         pl.concat([kept, folded], how="diagonal")
         .sort("_row")
-        .select(cols)
+        .select(*cols)
         .collect(engine="streaming")
     )
 
 
-def _corrected(path: Path, offsets: pl.DataFrame) -> pl.DataFrame:
+def _corrected(path: Path, offsets: pl.DataFrame, keep: pl.Expr) -> pl.DataFrame:
     """What linking and orphan adoption read, on corrected time, in ``correct_clocks``' row
     order (grouped by UTC day, days in order of first record, when there are offsets):
     ``_row`` (UInt32, the row in the file), ``ts_ns`` and the columns of :data:`_LINKED`,
-    ``message`` only for orphan candidates. The offsets are applied per (host, day) as
-    :func:`~stacklens.trace.skew.apply_offsets` does."""
-    scan = pl.scan_parquet(path).with_row_index("_row")
+    ``message`` only for orphan candidates; only the records ``keep`` is true of, in the
+    relative order they have among all records. The offsets are applied per (host, day) as
+    :func:`~stacklens.trace.skew.apply_offsets` does, and ``keep`` filters, inside the
+    streaming read (a join of the few (host, day) shifts per batch, not of the whole frame,
+    and no filtered copy), and the day order is restored a column at a time (a frame's sort
+    copies every column at once): 2.3 -> 1.2 GiB peak on its own for the 10.5 M records of
+    the 30 M-line bench corpus."""
+    scan = pl.scan_parquet(path, row_index_name="_row")  # streams, unlike with_row_index
     # the orphans' messages in a read of their own: a filtered scan decodes only their pages,
     # where a column expression would decode every record's message (~0.5 GB more at 10 M lines)
     said = scan.filter(_ORPHAN).select("_row", "message").collect(engine="streaming")
-    ev = (
-        scan.select("_row", "ts_ns", "host", *_LINKED)
-        .with_columns(pl.col(*_IDS).cast(pl.Categorical))
-        .collect(engine="streaming")
-    )
+    lf = scan.select("_row", "ts_ns", "host", *_LINKED).with_columns(
+        pl.col(*_IDS).cast(pl.Categorical))
+    if offsets.height:
+        shift = offsets.filter(pl.col("applied")).select(
+            "host",
+            _day=pl.col("day").str.to_date().cast(pl.Int64),
+            _shift=(pl.col("offset_s") * 1e9).round().cast(pl.Int64),
+        )
+        lf = (
+            lf.with_columns(_day=pl.col("ts_ns") // _DAY_NS)
+            .join(shift.lazy(), on=["host", "_day"], how="left", maintain_order="left")
+            .with_columns(ts_ns=pl.col("ts_ns") + pl.col("_shift").fill_null(0))
+            .drop("_shift")
+        )
+    ev = lf.drop("host").filter(keep).collect(engine="streaming")
     # put in place by row number: a join would copy every column for these few messages
     ev = ev.with_columns(message=pl.col("_row").replace_strict(
         said.get_column("_row"), said.get_column("message"), default=None,
         return_dtype=pl.String))
     if not offsets.height:  # one host: nothing moves
-        return ev.drop("host")
-    shift = offsets.filter(pl.col("applied")).select(
-        "host",
-        _day=pl.col("day").str.to_date().cast(pl.Int64),
-        _shift=(pl.col("offset_s") * 1e9).round().cast(pl.Int64),
+        return ev
+    # correct_clocks' order: grouped by UTC day (of the uncorrected time), days in order of
+    # their first record among all the file's records (stable; the filter keeps the rest's
+    # relative order, so this is the filtered whole-frame order)
+    first = (
+        scan.select("_row", _day=pl.col("ts_ns") // _DAY_NS)
+        .group_by("_day").agg(pl.col("_row").min())
+        .collect(engine="streaming")
     )
-    day = pl.col("ts_ns") // _DAY_NS
-    moved = (
-        ev.select("host", _day=day)
-        .join(shift, on=["host", "_day"], how="left", maintain_order="left")
-        .get_column("_shift")
-        .fill_null(0)
-    )
-    # correct_clocks' order: grouped by day, days in order of their first record (stable)
-    order = (
-        ev.select(_i=pl.int_range(pl.len(), dtype=pl.UInt32), _day=day)
-        .select(pl.col("_i").sort_by(pl.col("_i").min().over("_day"), maintain_order=True))
-        .to_series()
-    )
-    ev = ev.drop("host").with_columns(ts_ns=pl.col("ts_ns") + moved)
-    if not bool((order == pl.int_range(len(order), dtype=pl.UInt32, eager=True)).all()):
-        ev = ev.select(pl.all().gather(order))
-    return ev
+    rank = pl.col("_day").replace_strict(first.get_column("_day"), first.get_column("_row"),
+                                         return_dtype=pl.UInt32)
+    ev = ev.with_columns(_day=rank)
+    if not ev.get_column("_day").is_sorted():
+        # a stable sort, a column at a time (a frame's sort copies every column at once)
+        order = ev.select(pl.int_range(pl.len(), dtype=pl.UInt32)
+                          .sort_by("_day", maintain_order=True)).to_series()
+        ev = ev.drop("_day")
+        for c in ev.columns:
+            ev = ev.with_columns(pl.col(c).gather(order))
+        return ev
+    return ev.drop("_day")
 
 
 def _pack(keys: pl.DataFrame, b: int) -> pl.DataFrame:
@@ -281,7 +314,10 @@ def _pack(keys: pl.DataFrame, b: int) -> pl.DataFrame:
     the least filled bucket, so the buckets hold about the same number of records."""
     import heapq
 
-    sizes = keys.group_by("_comp").len().sort(["len", "_comp"], descending=[True, False])
+    sizes = (  # ties by the component's name (as text: a categorical sorts otherwise)
+        keys.group_by("_comp").len()
+        .sort(["len", pl.col("_comp").cast(pl.String)], descending=[True, False])
+    )
     heap = [(0, i) for i in range(b)]
     out = []
     for n in sizes.get_column("len").to_list():
@@ -296,7 +332,7 @@ def _components(linked: pl.DataFrame) -> pl.DataFrame:
     share an ``rpc_id`` with another trace (union-find); other traces are their own."""
     rp = (
         linked.filter(pl.col("rpc_id").is_not_null() & pl.col("rpc_kind").is_in(_FLOW_KINDS))
-        .select("rpc_id", "trace_id")
+        .select(pl.col("rpc_id", "trace_id").cast(pl.String))
         .unique()
         .filter(pl.len().over("rpc_id") > 1)
         .sort("rpc_id", "trace_id")
@@ -323,7 +359,7 @@ def _components(linked: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(
         {"trace_id": names, "_comp": [find(t) for t in names]},
         schema={"trace_id": pl.String, "_comp": pl.String},
-    )
+    ).cast(pl.Categorical)
 
 
 def _split(path: Path, columns: Sequence[str], keys: pl.DataFrame, tmp: Path) -> None:
@@ -346,8 +382,8 @@ def _split(path: Path, columns: Sequence[str], keys: pl.DataFrame, tmp: Path) ->
         df = pl.DataFrame(pl.from_arrow(batch)).cast(schema)  # type: ignore[arg-type]
         idx = (k.get_column("_row").cast(pl.Int64) - (off - n)).alias("_i")
         df = df.select(pl.all().gather(idx)).with_columns(ts_ns=k.get_column("ts_ns"))
-        df = pl.concat([k.select("eid"), df, k.select("req_local", "trace_id", "_b")],
-                       how="horizontal")
+        df = pl.concat([k.select("eid"), df, k.select(
+            pl.col("req_local", "trace_id").cast(pl.String), "_b")], how="horizontal")
         for (bk,), g in df.partition_by("_b", as_dict=True, include_key=False).items():
             d = tmp / str(bk)
             d.mkdir(exist_ok=True)
@@ -355,16 +391,20 @@ def _split(path: Path, columns: Sequence[str], keys: pl.DataFrame, tmp: Path) ->
 
 
 def merge_buckets(parts: dict[str, list[pl.DataFrame]]) -> dict[str, pl.DataFrame]:
-    """Concatenate the buckets' tables in the whole-frame path's row order."""
-    names = ("spans", "flows", "traces", "breakdown", "phases")
-    cat = {n: (pl.concat(parts[n]) if parts.get(n) else pl.DataFrame(schema=TABLES[n]))
-           for n in names}
-    out = {n: cat[n].sort("trace_id", maintain_order=True)
+    """Concatenate the buckets' tables in the whole-frame path's row order. Empties ``parts``
+    as it goes (a table's bucket frames are dropped once it is merged, and concatenated
+    without a rechunk, so about one table is held twice at a time, not every table three
+    times: ~0.6 GB of outputs at 30 M lines)."""
+    def cat(n: str) -> pl.DataFrame:
+        frames = parts.pop(n, None)
+        return pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema=TABLES[n])
+
+    out = {n: cat(n).sort("trace_id", maintain_order=True)
            for n in ("spans", "traces", "breakdown")}
     rank = pl.col("phase").replace_strict(_PHASES, list(range(len(_PHASES))),
                                           return_dtype=pl.Int32)
-    out["phases"] = cat["phases"].sort(rank, pl.col("trace_id"), maintain_order=True)
-    fl = cat["flows"]
+    out["phases"] = cat("phases").sort(rank, pl.col("trace_id"), maintain_order=True)
+    fl = cat("flows")
     http = pl.col("kind") == "http"
     out["flows"] = pl.concat([
         fl.filter(~http).sort("trace_id", maintain_order=True),

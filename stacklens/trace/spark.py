@@ -131,7 +131,8 @@ def _bucket_tables(spark: Any, spark_path: str, columns: list[str], keys: pl.Dat
     from pyspark.sql import functions as F
 
     shipped = keys.select(
-        pl.col("_row", "eid").cast(pl.Int64), "ts_ns", "req_local", "trace_id",
+        pl.col("_row", "eid").cast(pl.Int64), "ts_ns",
+        pl.col("req_local", "trace_id").cast(pl.String),
         pl.col("_b").cast(pl.Int32),
     )
     keys_sdf = spark.createDataFrame(shipped.to_arrow())
