@@ -34,7 +34,7 @@ from stacklens.report.html import render_html
 from stacklens.report.json_out import render_json
 from stacklens.schema import TABLES
 from stacklens.store import RunStore
-from stacklens.trace.bounded import build_traces_bounded
+from stacklens.trace.bounded import iter_traces_bounded
 
 __all__ = [
     "IngestOptions",
@@ -133,11 +133,13 @@ def trace_step(store: RunStore, on_progress: OnProgress | None = None) -> TraceS
         if on_progress is not None:
             on_progress(StageProgress("trace", done, total))
 
-    tables = build_traces_bounded(events, cols,
-                                  on_bucket=bucket_done)
-    store.write(tables)
-    section = TraceSection(traces=tables["traces"].height, spans=tables["spans"].height,
-                           flows=tables["flows"].height,
+    rows = {}
+    # each table written and dropped as soon as it is merged: one output table in memory
+    for name, df in iter_traces_bounded(events, cols, on_bucket=bucket_done):
+        store.write({name: df})
+        rows[name] = df.height
+        del df
+    section = TraceSection(traces=rows["traces"], spans=rows["spans"], flows=rows["flows"],
                            wall_s=round(time.perf_counter() - t0, 3), buckets=n_buckets)
     store.write_section("trace", section)
     return section

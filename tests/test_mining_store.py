@@ -63,3 +63,30 @@ def test_failed_trace_on_a_warning_line_keeps_its_traceback(tmp_path):
 def test_before_trace_says_so(tmp_path):
     with pytest.raises(StoreError):
         mine_store(RunStore(tmp_path))
+
+
+def test_only_the_continuations_the_text_reads_are_loaded_and_the_result_is_the_same(tmp_path):
+    """mine_store reads a continuation only where error_text uses it (a trivial message); an
+    ERROR record with a real message and a long traceback is mined from its message, one with
+    an empty message from its traceback's exception line, as over the whole tables."""
+    store = RunStore(tmp_path)
+    tb = "Traceback (most recent call last):\n" + "  File \"x.py\", line 1\n" * 500
+    rows = [{c: None for c in EVENTS} | r for r in [
+        {"level": "ERROR", "message": "Instance failed to spawn", "file": "c.log", "line_no": 1,
+         "continuation": tb + "libvirtError: internal error"},
+        {"level": "ERROR", "message": "", "file": "c.log", "line_no": 2,
+         "continuation": tb + "ValueError: boom"},
+        {"level": "CRITICAL", "message": "Error", "file": "c.log", "line_no": 3,
+         "continuation": None},
+        {"level": "ERROR", "message": "", "file": "c.log", "line_no": 4,
+         "continuation": tb + "ValueError: boom"},
+    ]]
+    store.write({"events": conform(pl.DataFrame(rows, schema=EVENTS), "events")})
+    traces = [{c: None for c in TRACES} | {"trace_id": "req-0", "error": "",
+                                           "error_file": "c.log", "error_line_no": 2}]
+    store.write({"traces": conform(pl.DataFrame(traces, schema=TRACES), "traces")})
+    got = mine_store(store)
+    for k, want in _whole(store).items():
+        assert_frame_equal(got[k], want, check_row_order=True)
+    texts = " ".join(got["templates"]["template"].to_list())
+    assert "ValueError" in texts and "libvirtError" not in texts

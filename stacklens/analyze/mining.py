@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from stacklens.analyze.templates import TemplateMiner, error_text
+from stacklens.analyze.templates import TemplateMiner, error_text, needs_traceback
 from stacklens.store import RunStore
 from stacklens.vocab import ERROR_LEVELS
 
@@ -49,22 +49,52 @@ def mine_store(store: RunStore) -> dict[str, pl.DataFrame]:
     """Read ``events`` and ``traces`` from ``store``, mine them (:func:`mine_error_templates`),
     write tables ``templates`` and ``error_templates``, and return them.
 
-    Only the records the mining reads are loaded (the ERROR/CRITICAL records and the failed
-    traces' first-error lines, five columns), so its memory follows the errors, not the logs:
-    the result equals :func:`mine_error_templates` over the whole tables.
+    Only what the mining reads is loaded, so its memory follows the errors, not the logs: the
+    ERROR/CRITICAL records and the failed traces' first-error lines (level, message, file,
+    line), and a record's continuation only where :func:`~stacklens.analyze.templates.
+    error_text` reads it (a trivial message: :func:`~stacklens.analyze.templates.
+    needs_traceback`; the 30 M-line bench corpus's error records hold 1.25 GB of tracebacks,
+    of which the text reads a few). The result equals :func:`mine_error_templates` over the
+    whole tables.
 
     Raises :class:`~stacklens.errors.StoreError` when ingest or trace has not run."""
     traces = store.read("traces", columns=["trace_id", "error", "error_file", "error_line_no"])
-    where = traces.filter(pl.col("error").is_not_null()).select(
+    failed = traces.filter(pl.col("error").is_not_null())
+    where = failed.select(
         pl.col("error_file").alias("file"), pl.col("error_line_no").alias("line_no")
     ).unique()
-    cols = ["level", "message", "continuation", "file", "line_no"]
-    ev = store.scan("events").select(cols)
+    path = store.parquet_path("events")
+
+    def ev() -> pl.LazyFrame:
+        # a scan per branch: Polars caches a subplan two branches share, which held every
+        # record's columns before either filtered
+        return pl.scan_parquet(path, row_index_name="_row").select(
+            "_row", "level", "message", "file", "line_no")
+
     events = pl.concat([
-        ev.filter(pl.col("level").is_in(ERROR_LEVELS)),
-        ev.filter(~pl.col("level").is_in(ERROR_LEVELS) | pl.col("level").is_null())
+        ev().filter(pl.col("level").is_in(ERROR_LEVELS)),
+        ev().filter(~pl.col("level").is_in(ERROR_LEVELS) | pl.col("level").is_null())
         .join(where.lazy(), on=["file", "line_no"], how="semi"),
-    ]).collect()
+    ]).collect(engine="streaming")
+    # the continuations error_text reads: records of a trivial message, and the first-error
+    # lines of failed traces whose error is trivial (their continuation joins by file, line)
+    trivial_at = failed.filter(pl.col("error").map_elements(
+        needs_traceback, return_dtype=pl.Boolean)).select(
+        pl.col("error_file").alias("file"), pl.col("error_line_no").alias("line_no"))
+    want = pl.Series([needs_traceback(m) for m in events.get_column("message")],
+                     dtype=pl.Boolean)
+    at = events.join(trivial_at.unique(), on=["file", "line_no"], how="semi").get_column("_row")
+    rows = events.filter(want).get_column("_row").append(at).unique()
+    tb = (
+        pl.scan_parquet(path, row_index_name="_row")
+        .filter(pl.col("_row").is_in(rows.implode()))
+        .select("_row", "continuation")
+        .collect(engine="streaming")
+    )
+    # rebuilt from Python strings: the read's strings share whole row groups' buffers
+    tb = tb.with_columns(continuation=pl.Series(tb.get_column("continuation").to_list(),
+                                                dtype=pl.String))
+    events = events.join(tb, on="_row", how="left", maintain_order="left").drop("_row")
     mined = mine_error_templates(events, traces)
     store.write(mined)
     return mined

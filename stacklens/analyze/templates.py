@@ -46,6 +46,7 @@ from drain3.masking import MaskingInstruction
 from drain3.template_miner_config import TemplateMinerConfig
 
 __all__ = [
+    "needs_traceback",
     "DRAIN_DEPTH",
     "DRAIN_EXTRA_DELIMITERS",
     "DRAIN_MAX_CHILDREN",
@@ -245,12 +246,18 @@ def _trivial(message: str) -> bool:
     return _TRIVIAL.match(preprocess(message)[1]) is not None
 
 
+def needs_traceback(message: str | None) -> bool:
+    """True when :func:`error_text` of ``message`` reads the record's continuation (the
+    message is empty or trivial); otherwise the continuation does not change the text."""
+    return _trivial(message or "")
+
+
 def error_text(message: str | None, continuation: str | None) -> str:
     """The text to mine for an ERROR record: its message, or the traceback's exception line
     (:func:`exception_line`) when the message is empty or trivial (at most one word, as
     ``LOG.exception('')`` or ``LOG.exception('Error')`` give) and there is one."""
     msg = message or ""
-    if _trivial(msg):
+    if needs_traceback(msg):
         exc = exception_line(continuation)
         if exc:
             tag = _INSTANCE_TAG.match(msg)

@@ -46,7 +46,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -62,7 +62,7 @@ from stacklens.vocab import RPC_SENDS, RpcKind
 
 __all__ = [
     "BUCKETS_ENV", "BYTES_PER_EVENT", "DEFAULT_MEM_MIB", "MEM_ENV", "bucket_count",
-    "build_traces_bounded", "link_pass", "merge_buckets",
+    "build_traces_bounded", "iter_traces_bounded", "link_pass", "merge_buckets",
 ]
 
 MEM_ENV = "STACKLENS_TRACE_MEM_MIB"
@@ -117,10 +117,26 @@ def build_traces_bounded(
     """:func:`~stacklens.trace.build_traces` of the ``columns`` of the events Parquet file
     ``events_path`` (canonical ``events`` columns; ``continuation`` may be left out), in
     ``buckets`` buckets (None: :func:`bucket_count` of the file's rows). Returns the same
-    dict of conformed frames, identical to the whole-frame path's. ``on_bucket(done, total)``
-    is called after each bucket. Temporary bucket files go to a folder beside
-    ``events_path``, removed on return (and those of a killed earlier run, at the start). Raises ``OSError`` on unreadable or unwritable
-    files, :class:`~stacklens.errors.UserError` on a bad setting."""
+    dict of conformed frames, identical to the whole-frame path's (all of them in memory at
+    once: :func:`iter_traces_bounded` hands them over one at a time). ``on_bucket(done,
+    total)`` is called after each bucket. Raises as :func:`iter_traces_bounded`."""
+    return dict(iter_traces_bounded(events_path, columns, buckets, on_bucket))
+
+
+def iter_traces_bounded(
+    events_path: Path,
+    columns: Sequence[str],
+    buckets: int | None = None,
+    on_bucket: Callable[[int, int], None] | None = None,
+) -> Iterator[tuple[str, pl.DataFrame]]:
+    """:func:`build_traces_bounded`'s ``(name, table)`` pairs one table at a time (the
+    ``clock_offsets`` first, then ``spans``, ``traces``, ``breakdown``, ``phases``,
+    ``flows``): each table is merged from its buckets' files only when asked for, so a caller
+    that writes and drops each holds one output table at a time, not all of them (~0.6 GB of
+    outputs at 30 M lines). Temporary bucket files go to a folder beside ``events_path``,
+    removed when the iteration ends or is abandoned (and those of a killed earlier run, at the
+    start). Raises ``OSError`` on unreadable or unwritable files,
+    :class:`~stacklens.errors.UserError` on a bad setting."""
     import pyarrow as pa
     import pyarrow.parquet as papq
 
@@ -130,7 +146,9 @@ def build_traces_bounded(
         out = build_traces(pl.read_parquet(events_path, columns=list(columns)))
         if on_bucket is not None:
             on_bucket(1, 1)
-        return out
+        yield "clock_offsets", out.pop("clock_offsets")
+        yield from out.items()
+        return
     keys, offsets = link_pass(events_path, columns, b)
     for stale in events_path.parent.glob(_TMP_PREFIX + "*"):  # of a killed earlier run
         shutil.rmtree(stale, ignore_errors=True)
@@ -141,9 +159,9 @@ def build_traces_bounded(
         # the split's record batches were Arrow's (its own allocator, which keeps what it
         # freed: ~0.8 GB at 10 M lines); hand that back before the buckets allocate theirs
         pa.default_memory_pool().release_unused()
-        # each bucket's tables go to files and are read back at the end: held in memory,
-        # their strings would keep the bucket's string buffers alive (a gathered or filtered
-        # string column shares its source's buffers), ~80 MB per bucket at 30 M lines
+        # each bucket's tables go to files and are read back table by table at the end: held
+        # in memory, their strings would keep the bucket's string buffers alive (a gathered or
+        # filtered string column shares its source's buffers), ~80 MB per bucket at 30 M lines
         made: dict[str, list[Path]] = {}
         for i in range(b):
             files = sorted((tmp / str(i)).glob("*.parquet"))
@@ -157,10 +175,10 @@ def build_traces_bounded(
                 del linked
             if on_bucket is not None:
                 on_bucket(i + 1, b)
-        parts = {name: [pl.read_parquet(f) for f in fs] for name, fs in made.items()}
+        yield "clock_offsets", conform(offsets, "clock_offsets")
+        yield from _merged(lambda name: [pl.read_parquet(f) for f in made.get(name, [])])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {**merge_buckets(parts), "clock_offsets": conform(offsets, "clock_offsets")}
 
 
 def link_pass(path: Path, columns: Sequence[str], b: int) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -392,22 +410,26 @@ def _split(path: Path, columns: Sequence[str], keys: pl.DataFrame, tmp: Path) ->
 
 def merge_buckets(parts: dict[str, list[pl.DataFrame]]) -> dict[str, pl.DataFrame]:
     """Concatenate the buckets' tables in the whole-frame path's row order. Empties ``parts``
-    as it goes (a table's bucket frames are dropped once it is merged, and concatenated
-    without a rechunk, so about one table is held twice at a time, not every table three
-    times: ~0.6 GB of outputs at 30 M lines)."""
+    as it goes (a table's bucket frames are dropped once it is merged)."""
+    return dict(_merged(lambda name: parts.pop(name, [])))
+
+
+def _merged(load: Callable[[str], list[pl.DataFrame]]) -> Iterator[tuple[str, pl.DataFrame]]:
+    """``(name, table)`` for spans, traces, breakdown, phases and flows, each concatenated
+    from ``load(name)`` (its buckets' frames in bucket order; none: an empty table) without a
+    rechunk and sorted into the whole-frame path's row order, one table at a time."""
     def cat(n: str) -> pl.DataFrame:
-        frames = parts.pop(n, None)
+        frames = load(n)
         return pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema=TABLES[n])
 
-    out = {n: cat(n).sort("trace_id", maintain_order=True)
-           for n in ("spans", "traces", "breakdown")}
+    for n in ("spans", "traces", "breakdown"):
+        yield n, cat(n).sort("trace_id", maintain_order=True)
     rank = pl.col("phase").replace_strict(_PHASES, list(range(len(_PHASES))),
                                           return_dtype=pl.Int32)
-    out["phases"] = cat("phases").sort(rank, pl.col("trace_id"), maintain_order=True)
+    yield "phases", cat("phases").sort(rank, pl.col("trace_id"), maintain_order=True)
     fl = cat("flows")
     http = pl.col("kind") == "http"
-    out["flows"] = pl.concat([
+    yield "flows", pl.concat([
         fl.filter(~http).sort("trace_id", maintain_order=True),
         fl.filter(http).sort("send_ns", "trace_id", maintain_order=True),
     ])
-    return out
