@@ -141,17 +141,20 @@ def _http_rows(ev: pl.DataFrame, res: float) -> list[pl.DataFrame]:
 def _context_rows(ev: pl.DataFrame, res: float) -> list[pl.DataFrame]:
     msg, log = pl.col("message"), pl.col("logger").fill_null("")
     oslo = log.str.starts_with("oslo_messaging")
-    sends = ev.filter(
+    # only the columns _first reads are kept (a filter of the whole frame copied every
+    # column of the receipts: +0.67 GiB on the 30 M-line bench corpus's clock frame)
+    sends = ev.lazy().filter(
         pl.col("request_id").is_not_null()
         & (
             pl.col("rpc_kind").is_in([*RPC_SENDS, RpcKind.REPLY_SEND.value]).fill_null(False)
             | (oslo & msg.str.contains(_KILO_SEND).fill_null(False))
         )
-    )
+    ).select("request_id", "host", "ts_ns").collect()
     recv = (
-        ev.filter(oslo & msg.str.starts_with("unpacked context:").fill_null(False))
-        .with_columns(request_id=_dump_request_id(msg))
+        ev.lazy().filter(oslo & msg.str.starts_with("unpacked context:").fill_null(False))
+        .select(_dump_request_id(msg).alias("request_id"), "host", "ts_ns")
         .filter(pl.col("request_id").is_not_null())
+        .collect()
     )
     if not (sends.height and recv.height):
         return []
