@@ -32,10 +32,13 @@ phase, then ``trace_id``; flows: RPC flows by ``trace_id``, then HTTP flows by `
 Setting: ``STACKLENS_TRACE_MEM_MIB`` (MiB, default :data:`DEFAULT_MEM_MIB`) sets
 ``B = ceil(records * BYTES_PER_EVENT / budget)``; ``B = 1`` (small input) is exactly the
 whole-frame path. ``STACKLENS_TRACE_BUCKETS`` forces ``B``. What the budget does not bound:
-pass 1 (narrow, but one row per record: about 1.5 GiB peak for the 3.5 M records of the 10 M
-line bench corpus and 3.7 GiB for 10.5 M records, the clock-offset estimate and linking about
-alike), the output tables, and a single
-component larger than a bucket's share (a long-lived periodic-task request id makes one trace of 233 k records there).
+pass 1 (narrow, but one row per record: ~1.9 GiB peak for the 10.5 M records of the 30 M-line
+bench corpus, the clock frame's building and the offset estimate about alike with linking,
+~180 B per record; 3.7 GiB before session 12), one output table at a time
+(:func:`iter_traces_bounded`; 0.3 GiB of spans there), and a single component larger than a
+bucket's share (a long-lived periodic-task request id makes one trace of 233 k records there).
+The buckets' outputs go to temporary files as they are made, so the working set through the
+buckets stays at ~0.7 GiB whatever their number.
 Time: about the same as the whole-frame path (one more read of the narrow columns and one of
 the traced columns, less copying), whatever ``B``.
 """

@@ -7,8 +7,8 @@ sharing an RPC id joined and packed into buckets) runs on the driver, in Polars,
 events Parquet file: this is the part that is not distributed, and its memory is the
 driver's. It reads every record of the file (narrow columns), not only the traced ones: its
 peak was ~840 B per record on the 1 M-line bench corpus (+516 MiB for 645,580 records, of
-which 395,150 traced), and :mod:`stacklens.trace.bounded` notes ~1.5 GiB for the 3.5 M records
-of the 10 M-line corpus and 3.7 GiB for 10.5 M (~360-440 B per record). Its outcome per traced record (bucket ``_b``,
+which 395,150 traced), and :mod:`stacklens.trace.bounded` notes ~1.9 GiB for the 10.5 M
+records of the 30 M-line corpus (~180 B per record). Its outcome per traced record (bucket ``_b``,
 corrected ``ts_ns``, ``eid``, ``req_local``, ``trace_id``) is shipped to Spark and joined to
 the events Spark reads itself; ``groupBy("_b").applyInArrow`` then runs the unchanged
 :func:`~stacklens.trace.trace_tables` on each bucket in a worker, and the driver collects the
@@ -27,8 +27,8 @@ imported from other formats, synthetic events), and an archive of several logs g
 so the events must be one Parquet file (a run folder's ``tables/events.parquet``), not a
 folder of part files.
 
-What goes where: the keys (~100 B per traced record in Polars, mostly the ids) travel from the
-driver to Spark once, as a local relation, so the driver's JVM holds them too
+What goes where: the keys (~30 B per traced record in Polars, its ids categorical; strings
+once shipped) travel from the driver to Spark once, as a local relation, so the driver's JVM holds them too
 (``spark.driver.memory``); they are joined by sort-merge, never broadcast. Each bucket's
 traced records (all the ``columns``) sit in one Python worker at a time, so more buckets mean
 smaller workers, as in :mod:`stacklens.trace.bounded`, down to the largest component of
