@@ -76,7 +76,8 @@ DEFAULT_MEM_MIB = 2048
 #: the 3.5 M records of the 10 M-line bench corpus); the bounded stage also keeps ~1.2 GB that
 #: does not shrink with more buckets (pass 1's residue, the buckets' outputs), so a bucket gets
 #: less than the whole budget: with 4,500 B the 10 M-line corpus runs in 8 buckets and peaks at
-#: ~1.96 GB (4 buckets: ~2.3 GB). Measured on that one corpus; other logs may differ.
+#: ~1.96 GB (4 buckets: ~2.3 GB). Measured on that one corpus, before the buckets' outputs went to
+#: files (session 12: ~1.1 GiB for the whole analyze there); other logs may differ.
 BYTES_PER_EVENT = 4500
 #: Name prefix of the temporary bucket folders beside the events file (a run killed during
 #: the trace stage leaves one; the next trace of that run folder removes it).
