@@ -46,7 +46,6 @@ from drain3.masking import MaskingInstruction
 from drain3.template_miner_config import TemplateMinerConfig
 
 __all__ = [
-    "needs_traceback",
     "DRAIN_DEPTH",
     "DRAIN_EXTRA_DELIMITERS",
     "DRAIN_MAX_CHILDREN",
@@ -59,6 +58,7 @@ __all__ = [
     "grouping_accuracy",
     "make_config",
     "mine",
+    "needs_traceback",
     "preprocess",
 ]
 
