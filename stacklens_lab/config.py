@@ -71,6 +71,9 @@ def lab_cloud(root: Path | None = None) -> LabCloud:
                     paths.logs if paths.logs.is_dir() else None)
 
 
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
 @dataclass(frozen=True)
 class Ports:
     """Loopback ports, offsets from one base so that two labs can run side by side."""
@@ -118,6 +121,17 @@ class Ports:
         names = ("mariadb", "epmd", "rabbit_mgmt", "amqp", "rabbit_dist", "nova_api", "placement", "glance",
                  "neutron")
         return {n: getattr(self, n) for n in names}
+
+    def in_ephemeral_range(self, range_file: Path = EPHEMERAL_RANGE_FILE) -> dict[str, int]:
+        """The ports (by name) inside the kernel's ephemeral range (Linux
+        ``net.ipv4.ip_local_port_range``, default 32768-60999). Any outgoing connection on the
+        machine may take such a port as its local port, and a listener then fails to bind with
+        EADDRINUSE at a random moment. Empty when the range file cannot be read."""
+        try:
+            lo, hi = (int(x) for x in range_file.read_text().split()[:2])
+        except (OSError, ValueError):
+            return {}
+        return {n: port for n, port in self.all().items() if lo <= port <= hi}
 
 
 @dataclass(frozen=True)

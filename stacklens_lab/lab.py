@@ -274,6 +274,12 @@ def up(spec: LabSpec, say: Say = lambda s: None) -> dict:
         raise LabError("lab: ports already in use on 127.0.0.1: "
                        + ", ".join(f"{port} ({n})" for n, port in busy.items())
                        + "; stop what holds them or pass another --port-base")
+    eph = spec.ports.in_ephemeral_range()
+    if eph:
+        say("lab: warning: ports " + ", ".join(f"{port} ({n})" for n, port in eph.items())
+            + " are in the kernel's ephemeral range (net.ipv4.ip_local_port_range); an outgoing "
+            "connection may take one first and a service then fails to bind. Pick a --port-base "
+            "below the range (default 28700).")
     scripts = Path(vers.scripts)
     timings: dict[str, float] = {}
     # --neutron: probe the neutron python before anything starts

@@ -3,7 +3,8 @@
 The first tests need nothing (the config, the record's JSONL line, the plan's refusal without
 neutron). The lab test needs the lab python and the neutron python (see
 tests/test_lab_neutron.py, whose skips it shares); it brings up 2 fake computes with --neutron
-on ports 33200+, runs a 20-port storm bound round-robin to the agent stand-ins' hosts through
+on ports 27200+ (below the kernel's ephemeral range, so no outgoing connection takes one),
+runs a 20-port storm bound round-robin to the agent stand-ins' hosts through
 :func:`stacklens.drive.session.run_scenario`, and checks every record (ok, distinct fixed IPs of
 the /24, request ids in neutron-server's log) and that the run left nothing behind. About 2
 minutes on 2 cores; the lab is always brought down.
@@ -25,7 +26,7 @@ from stacklens.drive.scenario import ScenarioError, load_scenario, parse_scenari
 from stacklens.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]
-PORT_BASE, K_COMPUTES, N_PORTS = 33200, 2, 20
+PORT_BASE, K_COMPUTES, N_PORTS = 27200, 2, 20
 PROJECT = "5eed" * 8
 
 SCENARIO = f"""\

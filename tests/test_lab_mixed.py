@@ -2,7 +2,7 @@
 and a port storm at the same time, in one run.
 
 Needs the lab python and the neutron python (the skips of tests/test_lab_neutron.py). Brings up
-4 fake computes with --neutron on ports 33600+, creates a shared network for the servers, and
+4 fake computes with --neutron on ports 27600+, creates a shared network for the servers, and
 runs 8 servers (each with a port on it) beside 40 ports (a network of the run's own, bound
 round-robin to the agent stand-ins' hosts), both parts started together, through
 :func:`stacklens.drive.session.run_scenario`; then analyzes the lab's logs into the run folder.
@@ -23,7 +23,7 @@ import urllib.request
 
 import pytest
 
-N_SERVERS, N_PORTS, K_COMPUTES, PORT_BASE = 8, 40, 4, 33600
+N_SERVERS, N_PORTS, K_COMPUTES, PORT_BASE = 8, 40, 4, 27600
 
 SCENARIO = """\
 name: mixed-lab

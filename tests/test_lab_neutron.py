@@ -3,7 +3,7 @@
 The first tests need nothing (configs, the stand-in's port handling). The lab test needs the
 lab python (``bash .ci/lab-setup.sh``) and the neutron python (``bash .ci/lab-neutron-setup.sh``,
 ``$STACKLENS_LAB_NEUTRON_PYTHON`` or ``labvenv-neutron`` beside this clone); it skips with the
-reason otherwise. It brings up 2 fake computes with --neutron on ports 33000+, creates a network,
+reason otherwise. It brings up 2 fake computes with --neutron on ports 27000+, creates a network,
 a subnet and N ports concurrently through neutron's API, and checks binding, ACTIVE status (set
 by the stand-ins through the real RPC API), request ids in neutron-server's log and the fan-out
 the stand-ins counted. About 2 minutes on 2 cores; the lab is always brought down.
@@ -29,7 +29,7 @@ from stacklens_lab import neutron as nt
 from stacklens_lab.config import LabPaths, LabSpec, Ports
 
 REPO = Path(__file__).resolve().parents[1]
-PORT_BASE, K_COMPUTES, N_PORTS = 33000, 2, 20
+PORT_BASE, K_COMPUTES, N_PORTS = 27000, 2, 20
 PROJECT = "5eed" * 8
 CLI = [sys.executable, "-c",
        "import sys; from stacklens.cli.lab_cmd import lab_app; from stacklens.errors import "
@@ -51,12 +51,12 @@ def _standin_module():
 
 
 def test_neutron_conf_keeps_nova_port_and_lab_services(tmp_path):
-    spec = LabSpec(root=tmp_path, python="py", computes=4, ports=Ports(33000),
+    spec = LabSpec(root=tmp_path, python="py", computes=4, ports=Ports(27000),
                    neutron_python="npy")
     conf = nt.neutron_conf(spec, LabPaths(tmp_path))
-    assert "bind_port = 33096" in conf  # the stand-in's port: nova's [neutron] unchanged
+    assert "bind_port = 27096" in conf  # the stand-in's port: nova's [neutron] unchanged
     assert "auth_strategy = noauth" in conf
-    assert "127.0.0.1:33006/neutron" in conf and "rabbit://guest:guest@127.0.0.1:33072/" in conf
+    assert "127.0.0.1:27006/neutron" in conf and "rabbit://guest:guest@127.0.0.1:27072/" in conf
     ml2 = nt.ml2_conf()
     assert "mechanism_drivers = openvswitch,l2population" in ml2
     assert "type_drivers = flat,vxlan" in ml2 and "enable_security_group = true" in ml2
@@ -279,3 +279,16 @@ def test_green_context_server_patches_eventlet_before_neutron(tmp_path):
     assert code.index("eventlet.monkey_patch()") < code.index("from neutron")
     spec = LabSpec(root=tmp_path, python="py", neutron_python="npy", neutron_green_context=True)
     assert LabSpec.from_json(spec.to_json()) == spec
+
+
+def test_ports_in_ephemeral_range_are_named(tmp_path):
+    """A port base inside the kernel's ephemeral range is named (an outgoing connection can take
+    such a port first: CI failed once with nova-api's EADDRINUSE on 33274); the tests' fixed
+    bases sit below it."""
+    rng = tmp_path / "range"
+    rng.write_text("32768\t60999\n")
+    assert Ports(28700).in_ephemeral_range(rng) == {}
+    assert Ports(PORT_BASE).in_ephemeral_range(rng) == {}
+    hit = Ports(32700).in_ephemeral_range(rng)
+    assert hit["nova_api"] == 32774 and "mariadb" not in hit
+    assert Ports(33200).in_ephemeral_range(tmp_path / "absent") == {}
