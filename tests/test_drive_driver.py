@@ -458,3 +458,30 @@ def test_a_list_that_always_fails_ends_in_timeouts_not_a_hang(tmp_path):
     assert s.calls["show"] == 5  # the one GET per server, only after the delete timeout
     assert len(s.leftovers) == 5  # the sweep could not list: every undeleted server is named
     assert any("db down" in e for e in s.errors)
+
+
+def test_a_cancel_is_never_lost_while_waiting():
+    """The pacer's timed waits propagate a cancel that lands in the same loop step as the
+    awaited event (Python 3.11's ``asyncio.wait_for`` returned normally there, and a run's first
+    Ctrl-C was lost: every server was booted and the run exited 0)."""
+    from stacklens.drive.pacer import wait_at_most
+
+    async def main() -> tuple[str, bool, bool]:
+        ev = asyncio.Event()
+
+        async def waiter() -> str:
+            try:
+                await wait_at_most(ev.wait(), 5)
+            except asyncio.CancelledError:
+                return "cancelled"
+            return "lost"
+
+        t = asyncio.create_task(waiter())
+        await asyncio.sleep(0.01)
+        ev.set()
+        t.cancel()
+        late = asyncio.Event()
+        return await t, await wait_at_most(late.wait(), 0.01), await wait_at_most(
+            asyncio.sleep(0), 1)
+
+    assert asyncio.run(main()) == ("cancelled", False, True)

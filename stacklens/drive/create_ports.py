@@ -36,7 +36,6 @@ Neutron is reached at the connection's network endpoint (clouds.yaml
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import json
 import uuid
@@ -49,7 +48,7 @@ from pydantic import Field
 from stacklens.drive.cleanup import CleanupResult
 from stacklens.drive.client import UUID_RE, ApiResult, ComputeClient, Connection
 from stacklens.drive.clock import Clock, SystemClock
-from stacklens.drive.pacer import DriveStats, DriveSummary, Pacer, outcome_of
+from stacklens.drive.pacer import DriveStats, DriveSummary, Pacer, outcome_of, wait_at_most
 from stacklens.drive.plan import run_prefix
 from stacklens.drive.reach import Prober
 from stacklens.drive.records import JSONL_VERSION, RecordOutcome, RecordWriter, RequestRecord
@@ -345,9 +344,8 @@ class PortDriver:
                 await self.pacer.wait(lambda: not self._tasks)
                 if self.plan.delete and self.plan.delete_when == "all":
                     if self.plan.hold_s:  # ends early on stop()
-                        with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(
-                                self.pacer.wait(lambda: self.pacer.stopping), self.plan.hold_s)
+                        await wait_at_most(self.pacer.wait(lambda: self.pacer.stopping),
+                                           self.plan.hold_s)
                     await self._delete_all(rep)
         except asyncio.CancelledError:
             task = asyncio.current_task()

@@ -28,7 +28,6 @@ part. :meth:`MixedRunner.stop` (and cancelling :meth:`MixedRunner.run`) stops ev
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,7 +46,7 @@ from pydantic import (
 from stacklens.drive.cleanup import CleanupResult
 from stacklens.drive.client import ComputeClient
 from stacklens.drive.clock import Clock
-from stacklens.drive.pacer import DriveStats, DriveSummary
+from stacklens.drive.pacer import DriveStats, DriveSummary, wait_at_most
 from stacklens.drive.plan import run_prefix
 from stacklens.drive.reach import Prober
 from stacklens.drive.records import RecordWriter, RequestRecord
@@ -192,8 +191,7 @@ class MixedRunner:
 
     async def _part(self, i: int) -> DriveSummary:
         if self.plan.offsets_s[i]:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), self.plan.offsets_s[i])
+            await wait_at_most(self._stop.wait(), self.plan.offsets_s[i])
         if self._stop.is_set():  # stopped before it started: it stops at once
             self.runners[i].stop()
         self._started.add(i)

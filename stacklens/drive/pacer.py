@@ -12,15 +12,32 @@ GET): workloads (:mod:`stacklens.drive.workload`) bring that.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from stacklens.drive.client import ApiResult
 from stacklens.drive.records import RecordOutcome, RequestRecord
 from stacklens.drive.shape import Shape
 
-__all__ = ["DriveStats", "DriveSummary", "Pacer", "outcome_of"]
+__all__ = ["DriveStats", "DriveSummary", "Pacer", "outcome_of", "wait_at_most"]
 
+
+
+async def wait_at_most(aw: Awaitable[object], timeout_s: float) -> bool:
+    """Await ``aw`` for at most ``timeout_s`` seconds: True when it finished, False when the time
+    ran out (``aw`` is then cancelled). A cancel of the calling task always propagates.
+
+    Built on :func:`asyncio.timeout`, not :func:`asyncio.wait_for`: on Python 3.11, ``wait_for``
+    returns the inner result when the caller's cancel and the inner completion land in the same
+    loop step, so the cancel is lost (CPython bpo-42130; 3.12 rewrote ``wait_for`` on
+    ``timeout``). A run's first Ctrl-C was lost that way while the pacer waited for a slot.
+    """
+    try:
+        async with asyncio.timeout(timeout_s):
+            await aw
+    except TimeoutError:
+        return False
+    return True
 
 @dataclass
 class DriveStats:
@@ -117,10 +134,7 @@ class Pacer:
             wait = self.shape.pace(self.now() - start, issued)
             if wait > 0:
                 self.changed.clear()
-                try:
-                    await asyncio.wait_for(self.changed.wait(), wait)
-                except TimeoutError:
-                    pass
+                await wait_at_most(self.changed.wait(), wait)
                 continue
             n = min(batch, total - issued)
             if not await self.acquire(n):
