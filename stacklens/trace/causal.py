@@ -196,7 +196,7 @@ def origin_rows(ev: pl.DataFrame, res: float) -> pl.DataFrame | None:
     down = (
         pl.concat(
             [
-                _first_by_host(ev.select(c, "host", "ts_ns").filter(pl.col(c).is_in(ids)), c)
+                _first_by_host(ev.select(c, "host", "ts_ns").filter(pl.col(c).is_in(ids.implode())), c)
                 for c in ("request_id", "global_request_id")
             ]
         )
