@@ -174,3 +174,28 @@ def test_the_renderers_draw_the_sections_from_their_declarations():
     text = out.export_text()
     assert "Database: deadlocks, lock waits, connections" in text
     assert "66.7%" in text  # nova's select share of the CUID statements
+
+
+def test_long_statements_go_under_a_wide_table_at_80_columns():
+    """At 80 columns the top-statements table (11 columns) leaves a text column a few letters
+    wide, which folded each statement one word fragment per line (a 300-character statement took
+    ~90 lines): the statements go under the table instead, numbered, and the table keeps one
+    line per row."""
+    from rich.console import Console
+
+    from stacklens.report.terminal import render_terminal
+
+    long = "SELECT " + ", ".join(f"`anon_1`.`instances_col{i}`" for i in range(12)) + " FROM x"
+    dg = DIGESTS.with_columns(digest_text=pl.when(pl.col("digest") == "s1").then(pl.lit(long))
+                              .otherwise(pl.col("digest_text")))
+    s = S["db_top_digests"]
+    report: dict = {"sections": [s.describe()], **s.shape(section_rows(_con(db_digests=dg), s))}
+    out = Console(record=True, width=80)
+    for r in render_terminal(report):
+        out.print(r)
+    lines = out.export_text().splitlines()
+    at = lines.index("Top statements by server time")
+    table = lines[at + 3:at + 9]
+    assert [ln.split()[0] for ln in table] == ["1", "2", "3", "4", "5", "6"]
+    assert any(ln.startswith("#2  statement: SELECT `anon_1`.`instances_col0`") for ln in lines)
+    assert len(lines) - at < 30

@@ -33,6 +33,9 @@ def _s(x: float | None) -> str:
 
 #: Names (operations, components, templates) longer than this are cut in the middle.
 NAME_MAX = 34
+#: Console width the tables are laid out for (CI logs, pipes), and the narrowest a free-text
+#: column may get there (characters).
+WIDTH, TEXT_MIN = 80, 24
 
 
 def shorten(text: str, width: int = NAME_MAX) -> str:
@@ -248,14 +251,34 @@ def _generic(report: dict[str, Any], decls: list[Decl], top: int) -> list[Render
                  for v, c in zip(rows[0], cols, strict=True)], {1}, wrap={1}))
             continue
         shown = rows[:top]
+        names = [str(c.get("label") or c["name"]) for c in cols]
+        units = [str(c.get("unit")) for c in cols]
+        body = [[_cell(v, u) for v, u in zip(r, units, strict=True)] for r in shown]
+        text = [i for i, u in enumerate(units) if u == "text"]
+        notes: list[str] = []
+        if text and _width(names, body, skip=set(text)) > WIDTH - TEXT_MIN:
+            # too many columns for a readable text column at 80 characters: the texts go under
+            # the table, numbered (a column a few letters wide folded them one line per word)
+            notes = [f"#{n}  " + "  ".join(f"{names[i]}: {r[i]}" for i in text)
+                     for n, r in enumerate(body, 1)]
+            keep = [i for i in range(len(names)) if i not in text]
+            names = ["#", *(names[i] for i in keep)]
+            units = ["count", *(units[i] for i in keep)]
+            body = [[str(n), *(r[i] for i in keep)] for n, r in enumerate(body, 1)]
         out.append(_table(
-            str(d.get("title") or d["name"]), [str(c.get("label") or c["name"]) for c in cols],
-            [[_cell(v, str(c.get("unit"))) for v, c in zip(r, cols, strict=True)] for r in shown],
-            {i for i, c in enumerate(cols) if c.get("unit") in NUMERIC_UNITS},
-            wrap={i for i, c in enumerate(cols) if c.get("unit") == "text"},
+            str(d.get("title") or d["name"]), names, body,
+            {i for i, u in enumerate(units) if u in NUMERIC_UNITS},
+            wrap={i for i, u in enumerate(units) if u == "text"},
             more=len(rows) - len(shown),
         ))
+        out.extend(Text(n) for n in notes)
     return out
+
+
+def _width(names: list[str], body: list[list[str]], skip: set[int]) -> int:
+    """Characters the columns not in ``skip`` take at their natural width (one space apart)."""
+    return sum(min(max([len(c) for c in col]), NAME_MAX + 6) + 1
+               for i, col in enumerate(zip(names, *body, strict=True)) if i not in skip)
 
 
 #: The report keys the terminal draws with code of its own; other declared sections marked
