@@ -199,3 +199,23 @@ def test_long_statements_go_under_a_wide_table_at_80_columns():
     assert [ln.split()[0] for ln in table] == ["1", "2", "3", "4", "5", "6"]
     assert any(ln.startswith("#2  statement: SELECT `anon_1`.`instances_col0`") for ln in lines)
     assert len(lines) - at < 30
+
+
+def test_columns_beyond_80_characters_go_under_the_table():
+    """A table wider than 80 characters lost its last columns (rich cut them off: the config
+    advice showed no option, value or advice): those columns go under the table, numbered."""
+    from rich.console import Console
+
+    from stacklens.analyze.section import Column, Section
+    from stacklens.report.terminal import render_terminal
+
+    cols = tuple(Column(f"c{i}", "name", f"column {i}", f"c{i}") for i in range(8))
+    s = Section("wide", "A wide table", "eight name columns", "SELECT 1", cols)
+    row = {f"c{i}": f"value-{i}-" + "x" * 8 for i in range(8)}
+    report: dict = {"sections": [s.describe()], **s.shape([row, row])}
+    out = Console(record=True, width=80)
+    for r in render_terminal(report):
+        out.print(r)
+    text = out.export_text()
+    assert "value-0-" in text and "#2  c4: value-4-xxxxxxxx  c5: value-5-xxxxxxxx" in text
+    assert all(len(ln) <= 80 for ln in text.splitlines())

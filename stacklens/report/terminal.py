@@ -256,12 +256,15 @@ def _generic(report: dict[str, Any], decls: list[Decl], top: int) -> list[Render
         body = [[_cell(v, u) for v, u in zip(r, units, strict=True)] for r in shown]
         text = [i for i, u in enumerate(units) if u == "text"]
         notes: list[str] = []
-        if text and _width(names, body, skip=set(text)) > WIDTH - TEXT_MIN:
-            # too many columns for a readable text column at 80 characters: the texts go under
-            # the table, numbered (a column a few letters wide folded them one line per word)
-            notes = [f"#{n}  " + "  ".join(f"{names[i]}: {r[i]}" for i in text)
+        over = _overflow(names, body, set(text))
+        if over or (text and _width(names, body, skip=set(text)) > WIDTH - TEXT_MIN):
+            # more than 80 characters: the columns that do not fit and the free texts go under
+            # the table, numbered (rich cut the columns beyond the width off, and a text column
+            # a few letters wide folded one word fragment per line)
+            moved = sorted(set(text) | set(over))
+            notes = [f"#{n}  " + "  ".join(f"{names[i]}: {r[i]}" for i in moved)
                      for n, r in enumerate(body, 1)]
-            keep = [i for i in range(len(names)) if i not in text]
+            keep = [i for i in range(len(names)) if i not in moved]
             names = ["#", *(names[i] for i in keep)]
             units = ["count", *(units[i] for i in keep)]
             body = [[str(n), *(r[i] for i in keep)] for n, r in enumerate(body, 1)]
@@ -272,6 +275,19 @@ def _generic(report: dict[str, Any], decls: list[Decl], top: int) -> list[Render
             more=len(rows) - len(shown),
         ))
         out.extend(Text(n) for n in notes)
+    return out
+
+
+def _overflow(names: list[str], body: list[list[str]], text: set[int]) -> list[int]:
+    """The columns (not in ``text``) beyond the first ``WIDTH`` characters, leaving room for a
+    row number: the table keeps the columns before them."""
+    used, out = 4, []
+    for i, col in enumerate(zip(names, *body, strict=True)):
+        if i in text:
+            continue
+        used += min(max(len(c) for c in col), NAME_MAX + 6) + 1
+        if used > WIDTH:
+            out.append(i)
     return out
 
 
