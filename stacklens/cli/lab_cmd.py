@@ -59,7 +59,9 @@ def up_cmd(
         None, "--python", envvar=LAB_PYTHON_ENV,
         help="Interpreter with OpenStack 2025.1 installed (see .ci/lab-setup.sh)."),
     port_base: int = typer.Option(28700, "--port-base", min=1024, max=65000,
-                                  help="Ports used: base+6 MariaDB ... base+96 neutron stand-in."),
+                                  help="Ports used: base+6 MariaDB ... base+96 neutron stand-in; "
+                                  "keep them below the kernel's ephemeral range "
+                                  "(net.ipv4.ip_local_port_range, usually 32768-60999)."),
     # --- lab up --neutron (issue 13) ---
     neutron: bool = typer.Option(
         False, "--neutron/--no-neutron",
