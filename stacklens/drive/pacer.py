@@ -22,7 +22,6 @@ from stacklens.drive.shape import Shape
 __all__ = ["DriveStats", "DriveSummary", "Pacer", "outcome_of", "wait_at_most"]
 
 
-
 async def wait_at_most(aw: Awaitable[object], timeout_s: float) -> bool:
     """Await ``aw`` for at most ``timeout_s`` seconds: True when it finished, False when the time
     ran out (``aw`` is then cancelled). A cancel of the calling task always propagates.
@@ -38,6 +37,7 @@ async def wait_at_most(aw: Awaitable[object], timeout_s: float) -> bool:
     except TimeoutError:
         return False
     return True
+
 
 @dataclass
 class DriveStats:
