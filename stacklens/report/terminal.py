@@ -6,6 +6,7 @@ Pure: :func:`render_terminal` returns a list of rich renderables; the CLI prints
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -256,8 +257,11 @@ def _generic(report: dict[str, Any], decls: list[Decl], top: int) -> list[Render
         body = [[_cell(v, u) for v, u in zip(r, units, strict=True)] for r in shown]
         text = [i for i, u in enumerate(units) if u == "text"]
         notes: list[str] = []
-        over = _overflow(names, body, set(text))
-        if over or (text and _width(names, body, skip=set(text)) > WIDTH - TEXT_MIN):
+        others = [i for i in range(len(names)) if i not in text]
+        widths = _widths(names, body)
+        ends = itertools.accumulate((widths[i] for i in others), initial=4)  # after a row number
+        over = [i for i, end in zip(others, list(ends)[1:], strict=True) if end > WIDTH]
+        if over or (text and sum(widths[i] for i in others) > WIDTH - TEXT_MIN):
             # more than 80 characters: the columns that do not fit and the free texts go under
             # the table, numbered (rich cut the columns beyond the width off, and a text column
             # a few letters wide folded one word fragment per line)
@@ -278,23 +282,11 @@ def _generic(report: dict[str, Any], decls: list[Decl], top: int) -> list[Render
     return out
 
 
-def _overflow(names: list[str], body: list[list[str]], text: set[int]) -> list[int]:
-    """The columns (not in ``text``) beyond the first ``WIDTH`` characters, leaving room for a
-    row number: the table keeps the columns before them."""
-    used, out = 4, []
-    for i, col in enumerate(zip(names, *body, strict=True)):
-        if i in text:
-            continue
-        used += min(max(len(c) for c in col), NAME_MAX + 6) + 1
-        if used > WIDTH:
-            out.append(i)
-    return out
-
-
-def _width(names: list[str], body: list[list[str]], skip: set[int]) -> int:
-    """Characters the columns not in ``skip`` take at their natural width (one space apart)."""
-    return sum(min(max([len(c) for c in col]), NAME_MAX + 6) + 1
-               for i, col in enumerate(zip(names, *body, strict=True)) if i not in skip)
+def _widths(names: list[str], body: list[list[str]]) -> list[int]:
+    """Characters each column takes at its natural width, one space after it (names cut at
+    ``NAME_MAX + 6``, as :func:`_table` lays them out)."""
+    return [min(max(len(c) for c in col), NAME_MAX + 6) + 1
+            for col in zip(names, *body, strict=True)]
 
 
 #: The report keys the terminal draws with code of its own; other declared sections marked
