@@ -4,7 +4,7 @@ Forms (the first argument picks one)::
 
     stacklens forecast [MODEL] --computes N --servers M --concurrency C [--set knob=value]
                        --out RUN            simulate; then `stacklens report RUN`
-    stacklens forecast calibrate RUN... -o model.json [--cores N]
+    stacklens forecast calibrate RUN... -o model.json [--cores N [--demand regression]]
                                                            fit a model to traced runs (with
                                                            resource samples: a shared CPU of
                                                            N cores, stacklens.forecast.cpu)
@@ -51,7 +51,7 @@ def _commit() -> str | None:
 
 
 def _calibrate(runs: list[str], out: Path | None, provenance: list[str], load: str,
-               cores: float | None) -> None:
+               cores: float | None, demand: str = "regression") -> None:
     if out is None:
         raise UserError("forecast calibrate: -o model.json is required")
     prov: dict[str, object] = {"stacklens_commit": _commit()}
@@ -60,7 +60,7 @@ def _calibrate(runs: list[str], out: Path | None, provenance: list[str], load: s
             raise UserError(f"--provenance {item}: expected key=value")
         k, v = item.split("=", 1)
         prov[k.strip()] = v.strip()
-    cal = calibrate(runs, provenance=prov, load=load, cores=cores)
+    cal = calibrate(runs, provenance=prov, load=load, cores=cores, demand=demand)
     cal = fit_attribution(fit_stretch(cal, runs), runs)
     out.write_text(json.dumps(cal.to_json(), indent=1) + "\n", encoding="utf-8")
     m = cal.measured["runs"]
@@ -124,6 +124,10 @@ def forecast(
     cores: float | None = typer.Option(None, "--cores", min=0.1, help="calibrate: CPU cores "
                                        "of the host that ran the services: adds its shared "
                                        "CPU to the model (runs with resource samples)."),
+    demand: str = typer.Option("regression", "--demand", help="calibrate, with --cores: CPU "
+                               "demands per stage by regression over the resource-sample "
+                               "intervals, or utilisation (the storm's CPU shared by stage "
+                               "time)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Simulate a boot storm in a model calibrated from real traces (SimPy), write it as a run
@@ -133,7 +137,7 @@ def forecast(
     if verb == "calibrate":
         if load not in ("client", "active", "server", "pipeline"):
             raise UserError("--load must be pipeline, client, active or server")
-        _calibrate(args[1:] or [], out, provenance, load, cores)
+        _calibrate(args[1:] or [], out, provenance, load, cores, demand)
         return
     if verb == "validate":
         if len(args) < 3:

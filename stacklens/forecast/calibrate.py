@@ -15,17 +15,22 @@ timestamps of the same trace (span names of stacklens.trace; nova 2025.1 code pa
                     before select_destinations)
 ``scheduler``       the ``call scheduler`` span (select_destinations, placement queries and
                     the allocation claim; ``placement_share`` of it is placement-api's)
-``to_compute``      compute span start - scheduler span end (reply, conductor, cast)
+``to_compute``      compute span start - scheduler span end (reply, conductor, cast), minus
+                    the conductor's wait for its next reply poll
 ``compute_pre``     build phase start - compute span start, for builds that did not wait for
                     the build semaphore (fewer than max_concurrent_builds in progress on the
                     host): the work before the semaphore; the wait itself is simulated
 ``conductor_call``  each ``call conductor`` span of nova-compute's build (object saves,
-                    instance updates); their count per boot is ``conductor_calls``
+                    instance updates); the count per boot outside a lock hold is
+                    ``conductor_calls``, under a claim's / delete's hold
+                    ``calls_per_claim_hold`` / ``calls_per_delete_hold``
 ``build``           build phase ("Took N seconds to build instance") minus its conductor calls
-                    and its ``compute_resources`` lock waits and holds: nova-compute's own
-                    work inside the semaphore
+                    (the callers' waits: with reply polling the next multiple of 0.5 s,
+                    :mod:`stacklens.forecast.rpcwait`) and its ``compute_resources`` lock
+                    waits and holds: nova-compute's own work inside the semaphore
 ``lock_held``       each hold of the ``compute_resources`` lock (oslo_concurrency "released
-                    ... held N s" lines of the trace's request id); ``locks_per_build`` and
+                    ... held N s" lines of the trace's request id) minus the waits for the
+                    conductor calls made under it; ``locks_per_build`` and
                     ``locks_per_delete`` holds per boot and per delete (median)
 ``claim_held``      the holds under a ``server.create`` trace (the resource tracker's
                     ``instance_claim``: 2.1-2.6 s each in the 2025.1 lab)
@@ -59,8 +64,9 @@ for runs without client records). ``active``: ``client`` minus the boots queued 
 
 CPU (``cpu``, :mod:`stacklens.forecast.cpu`), opt-in with ``cores`` (``--cores``): when every
 run has ``resource_samples`` (psutil per service process, ``stacklens run --capture``), each
-stage's CPU demand by the utilisation law and the background demand per boot, for the simulated
-shared CPU of ``cores`` cores. Without ``cores``, or when a run has no samples, the model has no
+stage's CPU demand per service by regression over the sample intervals
+(:mod:`stacklens.forecast.demand`; ``demand="utilisation"``: the utilisation law over the
+storm, with a background demand per boot), for the simulated shared CPU of ``cores`` cores. Without ``cores``, or when a run has no samples, the model has no
 ``cpu`` section, simulates as before (stage times drawn at the current load, extrapolated by
 the fitted line) and says why in ``provenance["cpu"]``.
 """
@@ -79,8 +85,16 @@ from typing import Any
 import polars as pl
 
 from stacklens.errors import UserError
-from stacklens.forecast.cpu import CpuModel, fit_demands, placement_calls, run_cpu_seconds
+from stacklens.forecast.cpu import (
+    CpuModel,
+    fit_demands,
+    placement_calls,
+    process_counts,
+    run_cpu_seconds,
+)
+from stacklens.forecast.demand import RegressionRows, fit_regression, interval_rows
 from stacklens.forecast.dist import LoadDist, fit
+from stacklens.forecast.rpcwait import caller_wait, calls_within, detect_reply_poll
 from stacklens.store import RunStore
 
 __all__ = [
@@ -96,8 +110,10 @@ __all__ = [
 #: Calibration file format. History: 1 (issue 9): stages, knobs, measured, provenance;
 #: 2: optional ``cpu`` section (shared CPU: demands, background, stretch; a version 1 file
 #: reads as a model without it); 3: the ``compute_resources`` holds by kind
-#: (:data:`LOCK_STAGES`) and ``periodic_interval_s`` (optional: older files read without).
-CALIBRATION_FORMAT_VERSION = 3
+#: (:data:`LOCK_STAGES`) and ``periodic_interval_s`` (optional: older files read without);
+#: 4: ``rpc_poll_s`` and the conductor calls under a claim's and a delete's hold
+#: (:mod:`stacklens.forecast.rpcwait`; older files read as 0: no polling, no calls).
+CALIBRATION_FORMAT_VERSION = 4
 
 STAGES = ("api", "to_conductor", "conductor", "scheduler", "to_compute", "compute_pre",
           "conductor_call", "build", "finish", "delete_api", "delete_to_compute", "teardown",
@@ -122,7 +138,11 @@ class Calibration:
     tracker's periodic task on a host; 0: not simulated), ``knobs`` (settings
     of the runs, e.g. computes, concurrency), ``measured`` (p50/p95, throughput, component
     p50s of the runs), ``provenance`` (lab, release, date, commit, runs), ``cpu`` (the shared
-    CPU, :class:`~stacklens.forecast.cpu.CpuModel`; None: runs without resource samples)."""
+    CPU, :class:`~stacklens.forecast.cpu.CpuModel`; None: runs without resource samples),
+    ``rpc_poll_s`` (the RPC caller's reply poll, s; 0: the caller resumes at once:
+    :mod:`stacklens.forecast.rpcwait`), ``calls_per_claim_hold`` / ``calls_per_delete_hold``
+    (conductor calls made under a claim's / a delete's ``compute_resources`` hold, median;
+    the ``*_held`` and ``lock_held`` stages are the holds without them)."""
 
     stages: dict[str, LoadDist]
     conductor_calls: int = 12
@@ -136,6 +156,9 @@ class Calibration:
     measured: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
     cpu: CpuModel | None = None
+    rpc_poll_s: float = 0.0
+    calls_per_claim_hold: int = 0
+    calls_per_delete_hold: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document written by ``forecast calibrate``."""
@@ -146,6 +169,9 @@ class Calibration:
                 "locks_per_build": self.locks_per_build,
                 "locks_per_delete": self.locks_per_delete,
                 "periodic_interval_s": round(self.periodic_interval_s, 3), "load": self.load,
+                "rpc_poll_s": self.rpc_poll_s,
+                "calls_per_claim_hold": self.calls_per_claim_hold,
+                "calls_per_delete_hold": self.calls_per_delete_hold,
                 "attribution": {k: round(v, 4) for k, v in self.attribution.items()},
                 **({"cpu": self.cpu.to_json()} if self.cpu is not None else {}),
                 "stages": {k: v.to_json() for k, v in self.stages.items()}}
@@ -169,6 +195,9 @@ class Calibration:
                                locks_per_delete=int(d["locks_per_delete"]),
                                periodic_interval_s=float(d.get("periodic_interval_s") or 0.0),
                                load=str(d.get("load", "server")),
+                               rpc_poll_s=float(d.get("rpc_poll_s") or 0.0),
+                               calls_per_claim_hold=int(d.get("calls_per_claim_hold") or 0),
+                               calls_per_delete_hold=int(d.get("calls_per_delete_hold") or 0),
                                attribution={str(k): float(v) for k, v in
                                             (d.get("attribution") or {}).items()},
                                knobs=dict(d.get("knobs") or {}),
@@ -241,38 +270,53 @@ def _run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
     if creates.height == 0:
         raise UserError(f"{store.path}: no successful server.create traces to calibrate from")
     starts, ends = _load_intervals(store, creates, load)
-    out: dict[str, list[tuple[float, float]]] = {s: [] for s in STAGES + LOCK_STAGES}
+    out: dict[str, list[tuple[float, float, int]]] = {s: [] for s in STAGES + LOCK_STAGES}
     waits: list[tuple[int, int]] = []  # load "active": queued at a compute, not working
 
     def add(stage: str, t0: pl.Series, dur_s: pl.Series) -> None:
         ok = [(a, d) for a, d in zip(t0.to_list(), dur_s.to_list(), strict=True)
               if a is not None and d is not None]
         loads = _in_flight(starts, ends, [a for a, _ in ok], waits)
-        out[stage].extend((float(x), float(d)) for x, (_, d) in zip(loads, ok, strict=True))
+        out[stage].extend((float(x), float(d), int(a))
+                          for x, (a, d) in zip(loads, ok, strict=True))
 
     c = creates.select("trace_id", "start_ns", "end_ns")
     for svc, op in (("nova-api", "POST"), ("nova-conductor", "cast conductor"),
                     ("nova-scheduler", "call scheduler"), ("nova-compute", None)):
         c = c.join(_first(spans.filter(pl.col("trace_id").is_in(c["trace_id"].implode())),
                           svc, op), on="trace_id", how="left")
-    calls = (spans.filter(pl.col("trace_id").is_in(c["trace_id"].implode())
-                          & (pl.col("service") == "nova-conductor")
-                          & (pl.col("operation") == "call conductor"))
-             .select("trace_id", "start_ns", "end_ns"))
+    events = store.read("events")
+    poll_s, poll_share, poll_n = detect_reply_poll(events)
+    calls_all = (spans.filter((pl.col("service") == "nova-conductor")
+                              & (pl.col("operation") == "call conductor"))
+                 .select("trace_id", "start_ns", "end_ns").with_row_index("call_id"))
+    calls = calls_all.filter(pl.col("trace_id").is_in(c["trace_id"].implode()))
     build = ph.filter(pl.col("phase") == "build").select(
         "trace_id", pl.col("start_ns").alias("b_s"), pl.col("end_ns").alias("b_e"))
     c = c.join(build, on="trace_id", how="left")
-    inside = (calls.join(build, on="trace_id").filter(
-        (pl.col("start_ns") >= pl.col("b_s")) & (pl.col("end_ns") <= pl.col("b_e")))
-        .group_by("trace_id").agg(pl.len().alias("n_calls"),
-                                  ((pl.col("end_ns") - pl.col("start_ns")).sum() / 1e9)
-                                  .alias("calls_s")))
-    ev = store.read("events").filter(pl.col("lock_name") == "compute_resources")
+    ev = events.filter(pl.col("lock_name") == "compute_resources")
     lk = ev.group_by(pl.col("request_id").alias("trace_id")).agg(
         (pl.col("lock_waited_s").fill_null(0.0).sum()
          + pl.col("lock_held_s").fill_null(0.0).sum()).alias("lock_s"),
         pl.col("lock_held_s").is_not_null().sum().alias("n_locks"))
-    held = ev.filter(pl.col("lock_held_s").is_not_null())
+    # each hold without the conductor calls made under it (their callers' waits: rpcwait)
+    held = ev.filter(pl.col("lock_held_s").is_not_null()).with_row_index("key").with_columns(
+        acq_ns=pl.col("ts_ns") - (pl.col("lock_held_s") * 1e9).cast(pl.Int64))
+    in_holds = calls_within(calls_all, held.select(
+        pl.col("request_id").alias("trace_id"), "key", pl.col("acq_ns").alias("w0_ns"),
+        pl.col("ts_ns").alias("w1_ns")), poll_s)
+    held = held.join(in_holds.group_by("key").agg(pl.len().alias("hold_calls"),
+                                                  pl.col("wait_s").sum()),
+                     on="key", how="left").with_columns(
+        pl.col("hold_calls").fill_null(0),
+        own_s=(pl.col("lock_held_s") - pl.col("wait_s").fill_null(0.0)).clip(lower_bound=0.0))
+    # the build's own calls: in its phase, not under a hold
+    in_build = calls_within(calls_all.filter(~pl.col("call_id").is_in(
+        in_holds["call_id"].implode())), build.select(
+        "trace_id", pl.col("trace_id").alias("key"), pl.col("b_s").alias("w0_ns"),
+        pl.col("b_e").alias("w1_ns")), poll_s)
+    inside = in_build.group_by(pl.col("key").alias("trace_id")).agg(
+        pl.len().alias("n_calls"), pl.col("wait_s").sum().alias("calls_s"))
     c = c.join(inside, on="trace_id", how="left").join(lk, on="trace_id", how="left")
     c = c.with_columns(pl.col("n_calls").fill_null(0), pl.col("calls_s").fill_null(0.0),
                        pl.col("lock_s").fill_null(0.0), pl.col("n_locks").fill_null(0))
@@ -286,7 +330,9 @@ def _run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
         "nova-scheduler_e", "nova-compute_s", "b_s", "b_e", "nova-compute_host", "n_calls", "n_locks",
         api=(api_e - api_s) / ns, to_conductor=(cd_s - api_e) / ns,
         conductor=(sc_s - cd_s) / ns, scheduler=(sc_e - sc_s) / ns,
-        to_compute=(cp_s - sc_e) / ns, compute_pre=(pl.col("b_s") - cp_s) / ns,
+        to_compute=((cp_s - sc_e) / ns - (caller_wait((sc_e - sc_s) / ns, poll_s)
+                                           - (sc_e - sc_s) / ns)).clip(lower_bound=0.0),
+        compute_pre=(pl.col("b_s") - cp_s) / ns,
         build=((pl.col("b_e") - pl.col("b_s")) / ns - pl.col("calls_s")
                - pl.col("lock_s")).clip(lower_bound=0.0),
         finish=(pl.col("end_ns") - pl.col("b_e")) / ns)
@@ -316,9 +362,7 @@ def _run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
     x = d.filter(pl.col("trace_id").is_in(list(free)) & pl.col("compute_pre").is_not_null())
     add("compute_pre", x["nova-compute_s"], x["compute_pre"])
     add("conductor_call", calls["start_ns"], (calls["end_ns"] - calls["start_ns"]) / ns)
-    held = held.with_columns(acq_ns=pl.col("ts_ns") - (pl.col("lock_held_s") * ns)
-                             .cast(pl.Int64))
-    add("lock_held", held["acq_ns"], held["lock_held_s"])
+    add("lock_held", held["acq_ns"], held["own_s"])
     periodic_gaps = _lock_kinds(held, creates, deletes, add)
     # delete path
     dl = deletes.select("trace_id", "start_ns", "end_ns", "dur_s")
@@ -353,12 +397,24 @@ def _run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
     window_s = (max(ends) - min(starts)) / 1e9
     w0 = int(creates["start_ns"].min())  # type: ignore[arg-type]
     w1 = int(pl.concat([creates["end_ns"], deletes["end_ns"]]).max())  # type: ignore[arg-type]
-    cpu = (run_cpu_seconds(store.read("resource_samples"), w0, w1)
-           if store.has("resource_samples") else None)
+    cpu_rows: RegressionRows | None = None
+    cpu = None
+    procs: dict[str, int] = {}
+    if store.has("resource_samples"):
+        rsamp = store.read("resource_samples")
+        cpu = run_cpu_seconds(rsamp, w0, w1)
+        cpu_rows = interval_rows(rsamp, {k: [(p[2], p[1]) for p in v] for k, v in out.items()},
+                                 w0, w1)
+        procs = process_counts(rsamp)
     return {
         "samples": out,
-        "cpu_s": cpu, "cpu_window_s": (w1 - w0) / 1e9,
-        "placement_calls": placement_calls(store.read("events"), w0, w1),
+        "cpu_s": cpu, "cpu_window_s": (w1 - w0) / 1e9, "cpu_rows": cpu_rows,
+        "processes": procs,
+        "placement_calls": placement_calls(events, w0, w1),
+        "reply_poll": (poll_s, poll_share, poll_n),
+        "hold_calls": {kind: held.filter(pl.col("request_id").is_in(ids["trace_id"].implode()))
+                       ["hold_calls"].to_list()
+                       for kind, ids in (("claim", creates), ("delete", deletes))},
         "n_calls": d.filter(pl.col("b_s").is_not_null())["n_calls"].to_list(),
         "placement_share": share.to_list(),
         "n_locks_build": d.filter(pl.col("b_s").is_not_null())["n_locks"].to_list(),
@@ -383,10 +439,11 @@ def _lock_kinds(held: pl.DataFrame, creates: pl.DataFrame, deletes: pl.DataFrame
     """Sample the ``compute_resources`` holds by kind (module docstring: ``claim_held``,
     ``delete_held``, ``periodic_held``) through ``add(stage, start_ns, dur_s)``; returns the
     gaps (s) between consecutive periodic runs on each host. ``held``: lock events with
-    ``acq_ns`` (acquired, ns)."""
+    ``acq_ns`` (acquired, ns) and ``own_s`` (the hold less its conductor calls' waits: a
+    claim's or a delete's own time; the periodic task's are whole)."""
     for stage, ids in (("claim_held", creates), ("delete_held", deletes)):
         x = held.filter(pl.col("request_id").is_in(ids["trace_id"].implode()))
-        add(stage, x["acq_ns"], x["lock_held_s"])
+        add(stage, x["acq_ns"], x["own_s"])
     holder = pl.col("message").str.extract(r'by "(?:[\w.]*\.)?(\w+)"')
     per = (held.filter(holder.is_in(list(PERIODIC_HOLDERS))
                        & ~pl.col("request_id").is_in(
@@ -423,19 +480,51 @@ def run_settings(store: RunStore) -> dict[str, Any]:
     return out
 
 
+def _fit_cpu(demand: str, rows: RegressionRows, cpu_s: dict[str, float],
+             samples: dict[str, list[tuple[float, float, int]]], measured: list[dict[str, Any]],
+             cores: float, window_s: float, pcalls: dict[str, int],
+             procs: dict[str, int]) -> tuple[CpuModel, str]:
+    """The ``cpu`` section and its provenance line: demands by regression over the sample
+    intervals (:mod:`stacklens.forecast.demand`), or by the utilisation law when ``demand``
+    says so or the runs have too few intervals for the regression."""
+    why = ""
+    if demand == "regression":
+        try:
+            cm, r2 = fit_regression(rows, cores, window_s, cpu_s, pcalls, procs)
+            fit = ", ".join(f"{k} {v:.2f}" for k, v in sorted(r2.items()))
+            return cm, (f"shared CPU of {cores:g} cores: demands by regression over "
+                        f"{len(next(iter(rows.values()))[1]) if rows else 0} sample intervals "
+                        f"(stacklens.forecast.demand; R^2 {fit}); idle "
+                        f"{cm.idle_cores:.2f} cores")
+        except ValueError as e:
+            why = f" (regression impossible: {e})"
+    boots = sum(m["creates"] for m in measured)
+    cm = fit_demands(cpu_s, {s: len(samples[s]) for s in STAGES},
+                     {s: sum(p[1] for p in samples[s]) for s in STAGES}, boots,
+                     cores, window_s, pcalls)
+    return cm, (f"shared CPU of {cores:g} cores: demands from resource_samples by the "
+                f"utilisation law (stacklens.forecast.cpu){why}")
+
+
 def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = None,
               knobs: dict[str, Any] | None = None, load: str = "pipeline",
-              cores: float | None = None) -> Calibration:
+              cores: float | None = None, demand: str = "regression") -> Calibration:
     """Fit a :class:`Calibration` to traced run folders (each must hold ``traces``, ``spans``,
     ``phases``, ``breakdown``, ``events``). Knobs default to what the runs' manifests say
     (computes, concurrency, servers). With ``cores`` (of the machine that ran the services)
-    and ``resource_samples`` in every run, the ``cpu`` section: demands by the utilisation law
+    and ``resource_samples`` in every run, the ``cpu`` section: demands per ``demand``
     (stretch 1 until :func:`stacklens.forecast.cpufit.fit_stretch`); else none, and
     ``provenance["cpu"]`` says why. Raises :class:`~stacklens.errors.UserError` when a folder
-    is not a traced run or has no successful boots."""
+    is not a traced run or has no successful boots. ``demand``: ``regression`` (falls back to
+    the utilisation law, and says so in the provenance, when the runs have too few sample
+    intervals) or ``utilisation``."""
+    if demand not in ("regression", "utilisation"):
+        raise UserError(f"demand must be regression or utilisation, not {demand!r}")
     if not runs:
         raise UserError("calibrate needs at least one run folder")
-    samples: dict[str, list[tuple[float, float]]] = {s: [] for s in STAGES + LOCK_STAGES}
+    samples: dict[str, list[tuple[float, float, int]]] = {s: [] for s in STAGES + LOCK_STAGES}
+    rows: RegressionRows = {}
+    procs: dict[str, int] = {}
     n_calls: list[int] = []
     gaps: list[float] = []
     shares: list[float] = []
@@ -447,6 +536,8 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
     cpu_window_s = 0.0
     pcalls: dict[str, int] = {}
     no_cpu: list[str] = []
+    polls: list[tuple[float, float, int]] = []
+    hold_calls: dict[str, list[int]] = {"claim": [], "delete": []}
     for r in runs:
         store = RunStore(r)
         if not store.has("traces"):
@@ -459,6 +550,9 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         nlb += got["n_locks_build"]
         nld += got["n_locks_delete"]
         gaps += got["periodic_gaps_s"]
+        polls.append(got["reply_poll"])
+        for kind, v in got["hold_calls"].items():
+            hold_calls[kind] += v
         if got["cpu_s"] is None:
             no_cpu.append(str(r))
         elif cpu_s is not None:
@@ -467,6 +561,12 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
             cpu_window_s += got["cpu_window_s"]
             for k, n in got["placement_calls"].items():
                 pcalls[k] = pcalls.get(k, 0) + n
+            for k, n in got["processes"].items():  # the most any run showed
+                procs[k] = n if n == 0 or procs.get(k) == 0 else max(n, procs.get(k, 0))
+            for k, (x, y) in got["cpu_rows"].items():
+                rows.setdefault(k, ([], []))
+                rows[k][0].extend(x)
+                rows[k][1].extend(y)
         measured.append({"run": str(r), **got["measured"]})
         for key, v in run_settings(store).items():
             kn.setdefault(key, v)
@@ -479,6 +579,13 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
             stages[s] = LoadDist.constant(0.0)
     prov = {"created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "runs": [str(r) for r in runs], **(provenance or {})}
+    poll = polls[0][0] if len({p[0] for p in polls}) == 1 else 0.0
+    prov["rpc_poll"] = (
+        f"RPC callers poll for replies every {poll:g} s" if poll > 0 else
+        "RPC callers resume at once (no reply polling)" if all(p[2] >= 20 for p in polls)
+        else "unknown (too few nova-compute CALL lines: DEBUG logging off?): no polling")
+    prov["rpc_poll"] += " (share of callers' waits on a multiple of 0.5 s per run: " + ", ".join(
+        f"{p[1]:.2f} of {p[2]}" for p in polls) + "; stacklens.forecast.rpcwait)"
     cpu = None
     if no_cpu or not cpu_s:
         prov["cpu"] = ("no shared CPU: no resource_samples in "
@@ -488,12 +595,8 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         prov["cpu"] = ("no shared CPU: the runs have resource samples, but no host cores were "
                        "given (--cores)")
     else:
-        boots = sum(m["creates"] for m in measured)
-        cpu = fit_demands(cpu_s, {s: len(samples[s]) for s in STAGES},
-                          {s: sum(p[1] for p in samples[s]) for s in STAGES}, boots,
-                          float(cores), cpu_window_s, pcalls)
-        prov["cpu"] = (f"shared CPU of {cores:g} cores: demands from resource_samples by the "
-                       "utilisation law (stacklens.forecast.cpu)")
+        cpu, prov["cpu"] = _fit_cpu(demand, rows, cpu_s, samples, measured, float(cores),
+                                    cpu_window_s, pcalls, procs)
     return Calibration(
         stages=stages,
         conductor_calls=int(statistics.median(n_calls)) if n_calls else 0,
@@ -503,4 +606,8 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         periodic_interval_s=(statistics.median(gaps) if gaps else DEFAULT_PERIODIC_S)
         if samples["periodic_held"] else 0.0,
         knobs={**kn, **(knobs or {})}, measured={"runs": measured}, provenance=prov,
-        load=load, cpu=cpu)
+        load=load, cpu=cpu, rpc_poll_s=poll,
+        calls_per_claim_hold=int(statistics.median(hold_calls["claim"]))
+        if hold_calls["claim"] else 0,
+        calls_per_delete_hold=int(statistics.median(hold_calls["delete"]))
+        if hold_calls["delete"] else 0)

@@ -56,7 +56,7 @@ if TYPE_CHECKING:  # simpy only when simulating (calibrate and the CLI import th
     import simpy
 
 __all__ = ["BACKGROUND", "CpuModel", "PLACEMENT_CALLS", "PsCpu", "SERVICE_STAGES",
-           "fit_demands", "placement_calls", "run_cpu_seconds"]
+           "fit_demands", "placement_calls", "process_counts", "run_cpu_seconds"]
 
 #: Which stages each measured service's CPU-seconds are shared among (calibrate.STAGES names).
 SERVICE_STAGES: dict[str, tuple[str, ...]] = {
@@ -83,46 +83,73 @@ PLACEMENT_CALLS: dict[tuple[str, str], str] = {
 }
 
 
-class PsCpu:
-    """An egalitarian processor-sharing CPU of ``cores`` cores in a SimPy environment.
+class _Group:
+    """The CPU jobs of one process group in :class:`PsCpu`: ``cap`` processes at most run
+    them (inf: a thread per job), ``v`` is the virtual work each of its jobs has received."""
 
-    :meth:`run` starts a job of ``demand_s`` CPU-seconds and returns the event that fires when
-    it is done. Every job in progress advances at the same rate ``min(1, cores / n)``, so one
-    *virtual work* clock ``v`` (CPU-seconds a job in progress has received since the start)
-    orders all of them: a job started at ``v0`` ends when ``v`` reaches ``v0 + demand_s``.
-    Jobs sit in a heap by that end; only the earliest needs a wake-up. An arrival lowers the
-    rate, so a pending wake-up is at worst early (it recomputes and sleeps again); a new
-    wake-up is scheduled only when the new job ends first. Cost: O(log n) per job, a few
-    events per job, whatever the number of jobs in progress."""
+    __slots__ = ("cap", "jobs", "v")
+
+    def __init__(self, cap: float):
+        self.cap = cap
+        self.v = 0.0
+        self.jobs: list[tuple[float, int, simpy.Event]] = []  # (end on v, seq, event)
+
+
+class PsCpu:
+    """Processor sharing of ``cores`` cores among processes, in a SimPy environment.
+
+    :meth:`run` starts a job of ``demand_s`` CPU-seconds in a process group (a service's
+    worker processes, or one compute's nova-compute) and returns the event that fires when it
+    is done. A group with ``n`` jobs and at most ``cap`` processes keeps ``min(cap, n)``
+    processes runnable; the operating system shares the cores equally among all runnable
+    processes (Linux CFS at equal weights: each gets ``min(1, cores / A)`` of a core, ``A``
+    runnable processes in all), and a process's share is split equally among its group's
+    jobs (eventlet green threads and gunicorn workers of one CPython process share its one
+    core: the GIL). So every job of a group advances at the same rate and one *virtual work*
+    clock per group orders its jobs: a job started at ``v0`` ends when the group's ``v``
+    reaches ``v0 + demand_s``; only the earliest end over the groups needs a wake-up. An
+    arrival never speeds a job up, so a pending wake-up is at worst early (it recomputes and
+    sleeps again). Jobs without a group are each a process of their own (one group of
+    unbounded ``cap``): with no groups this is egalitarian processor sharing (Kleinrock
+    1967). Cost: O(log n + G) per job, ``G`` the groups with jobs in progress."""
 
     def __init__(self, env: simpy.Environment, cores: float):
         self.env = env
         self.cores = float(cores)
-        self.v = 0.0  # virtual work clock, CPU-seconds per job
         self.t = 0.0  # simulated time of the last update, s
-        self.jobs: list[tuple[float, int, simpy.Event]] = []  # (end on v, seq, event)
+        self.groups: dict[object, _Group] = {}  # groups with jobs in progress
         self.seq = 0
         self.wake_at = math.inf  # simulated time of the pending wake-up, s
         self.busy_s = 0.0  # core-seconds given to jobs (for utilisation)
 
-    def _rate(self) -> float:
-        n = len(self.jobs)
-        return min(1.0, self.cores / n) if n else 1.0
+    def _share(self) -> float:
+        """The share of a core each runnable process gets now."""
+        a = sum(min(g.cap, len(g.jobs)) for g in self.groups.values())
+        return min(1.0, self.cores / a) if a else 1.0
+
+    @staticmethod
+    def _rate(g: _Group, share: float) -> float:
+        n = len(g.jobs)
+        return min(g.cap, n) * share / n
 
     def _advance(self) -> None:
         now = self.env.now
         if now > self.t:
-            if self.jobs:
-                r = self._rate()
-                self.v += (now - self.t) * r
-                self.busy_s += (now - self.t) * r * len(self.jobs)
+            dt = now - self.t
+            share = self._share()
+            for g in self.groups.values():
+                r = self._rate(g, share)
+                g.v += dt * r
+                self.busy_s += dt * r * len(g.jobs)
             self.t = now
 
     def _arm(self) -> None:
         """Schedule a wake-up at the earliest job end when none is pending before it."""
-        if not self.jobs:
+        if not self.groups:
             return
-        at = self.env.now + max(0.0, (self.jobs[0][0] - self.v) / self._rate())
+        share = self._share()
+        at = self.env.now + min(max(0.0, (g.jobs[0][0] - g.v) / self._rate(g, share))
+                                for g in self.groups.values())
         if at < self.wake_at - 1e-12:
             self.wake_at = at
             ev = self.env.timeout(at - self.env.now)
@@ -133,23 +160,30 @@ class PsCpu:
             return  # superseded by an earlier wake-up
         self.wake_at = math.inf
         self._advance()
-        eps = 1e-9 * max(1.0, self.v)
         done = []
-        while self.jobs and self.jobs[0][0] <= self.v + eps:
-            done.append(heapq.heappop(self.jobs)[2])
+        for key, g in list(self.groups.items()):
+            eps = 1e-9 * max(1.0, g.v)
+            while g.jobs and g.jobs[0][0] <= g.v + eps:
+                done.append(heapq.heappop(g.jobs)[2])
+            if not g.jobs:
+                del self.groups[key]
         for ev in done:
             ev.succeed()
         self._arm()
 
-    def run(self, demand_s: float) -> simpy.Event:
-        """A job of ``demand_s`` CPU-seconds; the returned event fires when it is done."""
+    def run(self, demand_s: float, group: object = None, cap: float = math.inf) -> simpy.Event:
+        """A job of ``demand_s`` CPU-seconds in process group ``group`` (at most ``cap``
+        processes; None: a process of its own); the returned event fires when it is done."""
         ev = self.env.event()
         if demand_s <= 0:
             ev.succeed()
             return ev
         self._advance()
         self.seq += 1
-        heapq.heappush(self.jobs, (self.v + demand_s, self.seq, ev))
+        g = self.groups.get(group)  # None: the jobs that are each a process of their own
+        if g is None:
+            g = self.groups[group] = _Group(cap)
+        heapq.heappush(g.jobs, (g.v + demand_s, self.seq, ev))
         self._arm()
         return ev
 
@@ -167,7 +201,14 @@ class CpuModel:
     that worker is free for other requests; ``per_instance_s`` and ``instances_cal``: the
     placement-api CPU of one ``compute_resources`` hold per instance on the host (the resource
     tracker reads each instance's allocations under the lock: ``GET /allocations/{id}``), and
-    the mean instances per host at a hold in the calibration runs."""
+    the mean instances per host at a hold in the calibration runs; ``idle_cores``: the cores
+    the measured processes keep busy whatever the boots do (the regression's intercepts,
+    :mod:`stacklens.forecast.demand`; 0 with the utilisation law): the boots run on
+    ``cores - idle_cores``; ``method``: ``utilisation`` (:func:`fit_demands`) or
+    ``regression``; ``demand_by``: per stage, its demand per service (regression: each part
+    runs in that service's processes, :class:`PsCpu` groups; empty: one job of its own);
+    ``processes``: per service, the processes that run its work (0: multi-threaded, no
+    bound), as the calibration runs' samples showed them."""
 
     cores: float
     demand_s: dict[str, float]
@@ -178,6 +219,15 @@ class CpuModel:
     held: dict[str, float] = field(default_factory=dict)
     per_instance_s: float = 0.0
     instances_cal: float = 0.0
+    idle_cores: float = 0.0
+    method: str = "utilisation"
+    demand_by: dict[str, dict[str, float]] = field(default_factory=dict)
+    processes: dict[str, int] = field(default_factory=dict)
+
+    def free_cores(self, cores: float) -> float:
+        """The cores left to the boots on a host of ``cores``: ``cores - idle_cores``, at
+        least a tenth of the host."""
+        return max(0.1 * cores, cores - self.idle_cores)
 
     def lock_demand(self, demand_s: float, instances: int) -> float:
         """CPU demand (s) of one ``compute_resources`` hold on a host with ``instances``
@@ -204,6 +254,10 @@ class CpuModel:
                 "held": {k: round(v, 4) for k, v in self.held.items()},
                 "per_instance_s": round(self.per_instance_s, 6),
                 "instances_cal": round(self.instances_cal, 3),
+                "idle_cores": round(self.idle_cores, 4), "method": self.method,
+                "demand_by": {k: {s: round(x, 6) for s, x in v.items()}
+                              for k, v in self.demand_by.items()},
+                "processes": dict(self.processes),
                 "service_cpu_s": {k: round(v, 3) for k, v in self.service_cpu_s.items()}}
 
     @staticmethod
@@ -219,7 +273,13 @@ class CpuModel:
                         window_s=float(d.get("window_s", 0.0)),
                         held={str(k): float(v) for k, v in (d.get("held") or {}).items()},
                         per_instance_s=float(d.get("per_instance_s", 0.0)),
-                        instances_cal=float(d.get("instances_cal", 0.0)))
+                        instances_cal=float(d.get("instances_cal", 0.0)),
+                        idle_cores=float(d.get("idle_cores", 0.0)),
+                        method=str(d.get("method", "utilisation")),
+                        demand_by={str(k): {str(s): float(x) for s, x in v.items()}
+                                   for k, v in (d.get("demand_by") or {}).items()},
+                        processes={str(k): int(v)
+                                   for k, v in (d.get("processes") or {}).items()})
 
 
 def run_cpu_seconds(samples: pl.DataFrame, t0_ns: int, t1_ns: int) -> dict[str, float]:
@@ -234,6 +294,25 @@ def run_cpu_seconds(samples: pl.DataFrame, t0_ns: int, t1_ns: int) -> dict[str, 
     s = s.with_columns(cpu_s=pl.col("cpu_pct") / 100.0 * ((hi - lo).clip(lower_bound=0) / 1e9))
     g = s.group_by("service").agg(pl.col("cpu_s").sum())
     return {str(k): float(v) for k, v in g.rows()}
+
+
+def process_counts(samples: pl.DataFrame) -> dict[str, int]:
+    """Per service of a run's ``resource_samples``: the processes that run its work, for
+    :class:`PsCpu`'s groups. A process tree with about one thread per process is CPython
+    processes (eventlet, gunicorn): its workers, the tree's processes less the parent when
+    there are several; a tree with many threads per process (MariaDB, RabbitMQ's Erlang VM)
+    runs on every core: 0 (no bound). Per host the largest seen, summed over hosts."""
+    s = samples.filter(pl.col("pid").is_not_null() & pl.col("n_procs").is_not_null())
+    g = s.group_by("service", "host", "pid").agg(pl.col("n_procs").max(),
+                                                 pl.col("threads").max())
+    out: dict[str, int] = {}
+    for svc, _h, _p, n, th in g.rows():
+        n = int(n)
+        if th is not None and int(th) > 2 * n:
+            out[str(svc)] = 0
+        elif out.get(str(svc), -1) != 0:
+            out[str(svc)] = out.get(str(svc), 0) + (n - 1 if n > 1 else 1)
+    return dict(sorted(out.items()))
 
 
 def placement_calls(events: pl.DataFrame, t0_ns: int, t1_ns: int) -> dict[str, int]:

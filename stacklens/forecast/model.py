@@ -67,6 +67,7 @@ Without it the model is exactly the one above.
 from __future__ import annotations
 
 import heapq
+import math
 import random
 from collections.abc import Sequence
 
@@ -74,6 +75,7 @@ import simpy
 
 from stacklens.forecast.calibrate import Calibration
 from stacklens.forecast.cpu import PsCpu
+from stacklens.forecast.demand import OWNER
 from stacklens.forecast.dist import LoadDist
 from stacklens.forecast.knobs import Knobs
 from stacklens.forecast.records import BootRecord, DeleteRecord, SimResult, summary
@@ -134,8 +136,14 @@ class _Cloud:
         self.boots: list[BootRecord] = []
         self.deletes: list[DeleteRecord] = []
         cores = k.cores or (cal.cpu.cores if cal.cpu is not None else 0.0)
-        self.cpu = PsCpu(env, cores) if cal.cpu is not None and cores > 0 else None
+        self.cpu = (PsCpu(env, cal.cpu.free_cores(cores))
+                    if cal.cpu is not None and cores > 0 else None)
         self.stretch: dict[tuple[str, int], list[float]] = {}
+        procs = cal.cpu.processes if cal.cpu is not None else {}
+        self.caps: dict[str, float] = {s: float(n) if n > 0 else math.inf
+                                       for s, n in procs.items()}
+        self.caps.update({"nova-api": k.api_workers, "nova-conductor": k.conductor_workers,
+                          "nova-scheduler": k.scheduler_workers})
 
     # -- helpers ----------------------------------------------------------------------------
     def _load(self) -> float:
@@ -161,28 +169,60 @@ class _Cloud:
         return (cm.demand_s.get(stage, 0.0), cm.non_cpu(stage, d, self.rng.random(), load),
                 d.bin_of(load))
 
-    def cpu_run(self, stage: str, b: int, demand_s: float):
-        """``demand_s`` CPU-seconds on the shared CPU, its stretch recorded."""
+    def parts(self, stage: str, demand_s: float, host: int | None,
+              which: str) -> list[tuple[float, object, float]]:
+        """``demand_s`` of ``stage`` as (CPU-seconds, process group, its process bound) parts:
+        split among the services of the model's ``demand_by`` (``which``: ``all``, ``own``
+        the stage's worker's service, ``other`` the rest) in proportion to their demands,
+        each in its service's processes (nova-compute: the host's one process; the API,
+        conductor and scheduler: their knobs' workers); without ``demand_by`` one job of its
+        own."""
+        cm = self.cal.cpu
+        by = cm.demand_by.get(stage) if cm is not None else None
+        if not by:
+            return [(demand_s, None, math.inf)]
+        own = OWNER.get(stage)
+        sel = {s: d for s, d in by.items()
+               if which == "all" or (s == own) == (which == "own")}
+        tot = sum(sel.values())
+        if tot <= 0:
+            return [(demand_s, OWNER.get(stage), 1.0)] if which == "own" else []
+        out: list[tuple[float, object, float]] = []
+        for svc, d in sel.items():
+            if svc == "nova-compute":
+                out.append((demand_s * d / tot, (svc, host), 1.0))
+            else:
+                cap = self.caps.get(svc, math.inf)
+                out.append((demand_s * d / tot, svc, cap))
+        return out
+
+    def cpu_run(self, stage: str, b: int, demand_s: float, host: int | None = None,
+                which: str = "all"):
+        """``demand_s`` CPU-seconds of ``stage`` on the shared CPU (:meth:`parts`, one after
+        the other), its stretch recorded."""
         assert self.cpu is not None
         t0 = self.env.now
-        yield self.cpu.run(demand_s)
+        for d, g, cap in self.parts(stage, demand_s, host, which):
+            yield self.cpu.run(d, g, cap)
         o = self.stretch.setdefault((stage, b), [0.0, 0.0])
         o[0] += self.env.now - t0
         o[1] += demand_s
 
-    def do(self, stage: str, p: tuple[float, float, int], always: bool = True):
+    def do(self, stage: str, p: tuple[float, float, int], always: bool = True,
+           host: int | None = None):
         """Spend plan ``p`` (:meth:`plan`): the CPU part, then the rest (a zero rest is waited
-        for only when ``always`` and there was no CPU part, as the model without CPU did)."""
+        for only when ``always`` and there was no CPU part, as the model without CPU did);
+        ``host``: the compute whose nova-compute runs the stage."""
         if p[0] > 0:
-            yield from self.cpu_run(stage, p[2], p[0])
+            yield from self.cpu_run(stage, p[2], p[0], host)
         if p[1] > 0 or (always and p[0] <= 0):
             yield self.env.timeout(p[1])
 
-    def spend(self, stage: str, always: bool = True):
+    def spend(self, stage: str, always: bool = True, host: int | None = None):
         """One occurrence of ``stage`` holding nothing; returns its seconds."""
         p = self.plan(stage)
         t0 = self.env.now
-        yield from self.do(stage, p, always)
+        yield from self.do(stage, p, always, host)
         return p[1] if self.cpu is None else self.env.now - t0
 
     def work(self, res: simpy.Resource, name: str, stage: str, extra_cpu_s: float = 0.0):
@@ -198,10 +238,10 @@ class _Cloud:
                 yield r
                 wait = self.env.now - t0
                 t1 = self.env.now
-                yield from self.cpu_run(stage, b, own + extra_cpu_s)
+                yield from self.cpu_run(stage, b, own + extra_cpu_s, which="own")
             self.busy[name].add(self.env.now - t1)
             if dem > own:  # another service's part (placement-api): the worker is free
-                yield from self.cpu_run(stage, b, dem - own)
+                yield from self.cpu_run(stage, b, dem - own, which="other")
             if rest > 0:
                 yield self.env.timeout(rest)
             return wait
@@ -216,6 +256,28 @@ class _Cloud:
         if total > cpu:
             yield self.env.timeout(total - cpu)
         return wait
+
+    def reply_wait(self, t0: float):
+        """An RPC caller that sent its call at ``t0`` and has its reply now resumes at its
+        next reply poll (``rpc_poll_s``: :mod:`stacklens.forecast.rpcwait`); returns the
+        seconds waited for it."""
+        poll = self.cal.rpc_poll_s
+        if poll <= 0:
+            return 0.0
+        el = self.env.now - t0
+        rest = max(1.0, math.ceil(el / poll - 1e-6)) * poll - el
+        if rest > 0:
+            yield self.env.timeout(rest)
+        return rest
+
+    def conductor_call(self):
+        """One RPC call of nova-compute to the conductor (``conductor_call`` on a conductor
+        worker) and the caller's wait for its reply; returns (conductor s, waited s)."""
+        c0 = self.env.now
+        yield from self.work(self.conductor, "nova-conductor", "conductor_call")
+        c = self.env.now - c0
+        w = yield from self.reply_wait(c0)
+        return c, w
 
     def api_work(self, stage: str):
         """Hold one API worker for the whole stage (a sync WSGI worker serves one request);
@@ -288,6 +350,9 @@ class _Cloud:
         the first (the claim decision); the row is rewritten at the end of it (the resource
         tracker saves the compute node before it releases the lock)."""
         stage = self.hold_stage(kind)
+        m = {"claim": self.cal.calls_per_claim_hold,
+             "delete": self.cal.calls_per_delete_hold}.get(kind, 0)
+        calls = [0.0, 0.0]
         for j in range(n):
             with self.lock[h].request() as r:
                 self.waiting += 1
@@ -299,10 +364,17 @@ class _Cloud:
                 if j == 0 and on_held is not None:
                     on_held()
                 t0 = self.env.now
-                yield from self.do(stage, p)
+                seg = (p[0] / (m + 1), p[1] / (m + 1), p[2])
+                for _ in range(m if j == 0 else 0):  # the claim's saves, under the lock
+                    yield from self.do(stage, seg, host=h)
+                    c, w = yield from self.conductor_call()
+                    calls[0] += c
+                    calls[1] += w
+                yield from self.do(stage, seg if j == 0 else p, host=h)
                 if j == 0:
                     self.row_update(h)
                 self.lock_busy_s[h] += self.env.now - t0
+        return calls
 
     # -- the workflow -------------------------------------------------------------------------
     def boot(self, i: int):
@@ -435,8 +507,9 @@ class _Cloud:
             finally:
                 self.sched_db.release(db)
             st["between components"] += q
-            t1 += q
             t2 = env.now
+            st["between components"] += yield from self.reply_wait(t1)  # the conductor's
+            t1 += q
             ps = self.cal.placement_share
             st["nova-scheduler"] = st.get("nova-scheduler", 0.0) + (t2 - t1) * (1 - ps)
             st["placement-api"] = st.get("placement-api", 0.0) + (t2 - t1) * ps
@@ -479,7 +552,7 @@ class _Cloud:
         env, k, st, cal = self.env, self.k, rec.stages, self.cal
         host = f"simulated-compute-{h + 1}"
         t0 = env.now
-        yield from self.spend("compute_pre")
+        yield from self.spend("compute_pre", host=h)
         with self.sem[h].request() as slot:
             self.waiting += 1
             yield slot
@@ -494,7 +567,7 @@ class _Cloud:
                     return
                 self.claim_one(h)
 
-            yield from self.lock_hold(h, max(1, cal.locks_per_build), claim)
+            cond, waited = yield from self.lock_hold(h, max(1, cal.locks_per_build), claim)
             if not claimed[0]:
                 st["nova-compute"] = st.get("nova-compute", 0.0) + env.now - t0
                 rec.spans.append(("nova-compute", host, f"cast compute.{host}", t0, env.now))
@@ -503,18 +576,18 @@ class _Cloud:
             n = cal.conductor_calls
             own = self.plan("build")
             seg = (own[0] / (n + 1), own[1] / (n + 1), own[2])
-            cond = 0.0
             for _ in range(n):
-                yield from self.do("build", seg)
-                c0 = env.now
-                yield from self.work(self.conductor, "nova-conductor", "conductor_call")
-                cond += env.now - c0
-            yield from self.do("build", seg)
+                yield from self.do("build", seg, host=h)
+                c, w = yield from self.conductor_call()
+                cond += c
+                waited += w
+            yield from self.do("build", seg, host=h)
             te = env.now
             self.busy["compute build slots"].add(te - tb)
-        yield from self.spend("finish", always=False)
+        yield from self.spend("finish", always=False, host=h)
         st["nova-conductor"] = st.get("nova-conductor", 0.0) + cond
-        st["nova-compute"] = st.get("nova-compute", 0.0) + (env.now - t0) - cond
+        st["between components"] = st.get("between components", 0.0) + waited
+        st["nova-compute"] = st.get("nova-compute", 0.0) + (env.now - t0) - cond - waited
         rec.spans.append(("nova-compute", host, f"cast compute.{host}", t0, env.now))
         rec.phases.append(("build", tb, te))
         return True
@@ -531,7 +604,7 @@ class _Cloud:
         hop = yield from self.spend("delete_to_compute", always=False)
         d.stages["between components"] = hop
         t1 = env.now
-        yield from self.spend("teardown")
+        yield from self.spend("teardown", host=h)
         t2 = env.now
         d.phases.append(("teardown", t1, t2))
         # the instance is saved DELETED here (nova/compute/manager.py _delete_instance, then
@@ -552,7 +625,7 @@ class _Cloud:
             self.free_one(h)
 
         yield from self.lock_hold(h, max(1, self.cal.locks_per_delete), free, "delete")
-        yield from self.spend("cleanup")
+        yield from self.spend("cleanup", host=h)
         d.phases.append(("resource_cleanup", t2, env.now))
         d.stages["nova-compute"] = env.now - t1
         d.spans.append(("nova-compute", host, f"cast compute.{host}", t1, env.now))
