@@ -38,8 +38,12 @@ One simulated boot follows the path of the field notes (section 2) and of nova 2
    (``locks_per_build`` holds of ``lock_held``); a claim beyond ``host_capacity`` (or a build
    failure, ``build_failure_rate``) is rescheduled through the conductor and scheduler, up to
    ``max_attempts`` attempts in all (then the boot fails: "Exceeded maximum number of retries").
-   The build's own work (``build``) is interleaved with ``conductor_calls`` RPC calls to the
-   conductor (object saves, each on a conductor worker: ``conductor_call``). ACTIVE at the end.
+   The build's own work (``build``) is followed by ``conductor_calls`` RPC calls to the
+   conductor (object saves, each on a conductor worker: ``conductor_call``); the claim's hold
+   makes ``calls_per_claim_hold`` more, a delete's ``calls_per_delete_hold``. Every RPC
+   caller (these, and the conductor waiting for ``select_destinations``) resumes at its next
+   reply poll (``rpc_poll_s``: oslo.messaging >= 14.8.0 checks every 0.5 s,
+   :mod:`stacklens.forecast.rpcwait`). ACTIVE at the end.
 6. **delete**: nova-api (``delete_api``), cast to the compute, ``teardown``; the instance is
    then saved DELETED, which the client's next poll sees (its slot is free), while the
    resource cleanup goes on under the ``compute_resources`` lock (``locks_per_delete`` holds
@@ -258,18 +262,22 @@ class _Cloud:
             yield self.env.timeout(total - cpu)
         return wait
 
-    def reply_wait(self, t0: float):
-        """An RPC caller that sent its call at ``t0`` and has its reply now resumes at its
-        next reply poll (``rpc_poll_s``: :mod:`stacklens.forecast.rpcwait`); returns the
-        seconds waited for it."""
+    def resumes_at(self, t0: float, reply_at: float) -> float:
+        """When an RPC caller that sent its call at ``t0`` and has its reply back at
+        ``reply_at`` resumes: at its next reply poll (``rpc_poll_s``, at least one:
+        :mod:`stacklens.forecast.rpcwait`), or at once without polling."""
         poll = self.cal.rpc_poll_s
         if poll <= 0:
-            return 0.0
-        el = self.env.now - t0
-        rest = max(1.0, math.ceil(el / poll - 1e-6)) * poll - el
+            return reply_at
+        return t0 + max(1.0, math.ceil((reply_at - t0) / poll - 1e-6)) * poll
+
+    def reply_wait(self, t0: float):
+        """The wait of an RPC caller that sent its call at ``t0`` and has its reply now
+        (:meth:`resumes_at`); returns the seconds waited."""
+        rest = self.resumes_at(t0, self.env.now) - self.env.now
         if rest > 0:
             yield self.env.timeout(rest)
-        return rest
+        return max(0.0, rest)
 
     def conductor_call(self):
         """One RPC call of nova-compute to the conductor (``conductor_call`` on a conductor
@@ -288,12 +296,11 @@ class _Cloud:
             yield r
             yield self.env.timeout(cpu)
         self.busy["nova-conductor"].add(cpu)
-        c = self.env.now + (total - cpu) - c0  # the reply is back
-        poll = self.cal.rpc_poll_s
-        end = c0 + (max(1.0, math.ceil(c / poll - 1e-6)) * poll if poll > 0 else c)
+        reply_at = self.env.now + (total - cpu)
+        end = self.resumes_at(c0, reply_at)
         if end > self.env.now:
             yield self.env.timeout(end - self.env.now)
-        return c, end - c0 - c
+        return reply_at - c0, end - reply_at
 
     def api_work(self, stage: str):
         """Hold one API worker for the whole stage (a sync WSGI worker serves one request);
