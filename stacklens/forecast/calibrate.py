@@ -66,9 +66,10 @@ CPU (``cpu``, :mod:`stacklens.forecast.cpu`), opt-in with ``cores`` (``--cores``
 run has ``resource_samples`` (psutil per service process, ``stacklens run --capture``), each
 stage's CPU demand per service by regression over the sample intervals
 (:mod:`stacklens.forecast.demand`; ``demand="utilisation"``: the utilisation law over the
-storm, with a background demand per boot), for the simulated shared CPU of ``cores`` cores. Without ``cores``, or when a run has no samples, the model has no
-``cpu`` section, simulates as before (stage times drawn at the current load, extrapolated by
-the fitted line) and says why in ``provenance["cpu"]``.
+storm, with a background demand per boot), for the simulated shared CPU of ``cores`` cores.
+Without ``cores``, or when a run has no samples, the model has no ``cpu`` section, simulates as
+before (stage times drawn at the current load, extrapolated by the fitted line) and says why in
+``provenance["cpu"]``.
 """
 
 from __future__ import annotations

@@ -35,9 +35,11 @@ the growth comes from the CPU, the worker queues, the build semaphores and the l
 
 **Limits.** Only what the runs' ``resource_samples`` show is counted: on a machine shared with
 other jobs, their CPU is invisible (``cores`` is the host's, not what was free). nova-api's CPU
-includes the client's list polling, booked to the create and delete requests. A service's
-process count bounds its CPU in reality (one core per Python process, GIL); here only the
-worker resources of :mod:`stacklens.forecast.model` bound it.
+includes the client's list polling, booked to the create and delete requests (with the
+utilisation law; the regression of :mod:`stacklens.forecast.demand` leaves it in the
+service's idle cores). With per-service demands (``demand_by``) a service's work runs in its
+own processes, at most one core each (:class:`PsCpu` groups); with the utilisation law only
+the worker resources of :mod:`stacklens.forecast.model` bound it.
 """
 
 from __future__ import annotations

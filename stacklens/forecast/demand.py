@@ -135,6 +135,9 @@ def fit_regression(rows: RegressionRows, cores: float, window_s: float,
     service has fewer intervals than unknowns."""
     from scipy.optimize import nnls  # only when calibrating with a shared CPU
 
+    if not rows:
+        raise ValueError("no measured service has sample intervals in the storm")
+
     demand: dict[str, float] = {}
     own: dict[str, float] = {}
     idle = 0.0
