@@ -108,3 +108,18 @@ def test_a_process_group_shares_its_one_core_among_its_jobs():
                     "c": (0, 1, None, math.inf), "d": (0.5, 0.1, None, math.inf)})
     assert t["d"] == pytest.approx(0.7)
     assert t["a"] == pytest.approx(1.55)
+
+
+def test_occupancy_in_chunks_is_the_same(monkeypatch):
+    import numpy as np
+
+    import stacklens.forecast.demand as demand
+
+    rng = np.random.default_rng(1)
+    a, d = rng.uniform(0, 1e11, 3000), rng.uniform(0, 3e9, 3000)
+    d[::7] = 0.0  # instant occurrences count 1 where they start
+    lo = np.arange(0, 1e11, 1.5e9)
+    whole = demand._occupancy((a, d), lo, lo + 1.5e9)
+    monkeypatch.setattr(demand, "CHUNK_CELLS", 500)
+    assert np.allclose(demand._occupancy((a, d), lo, lo + 1.5e9), whole)
+    assert whole.sum() == pytest.approx(3000, rel=0.05)  # all but those past the last edge

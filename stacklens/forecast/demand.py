@@ -66,6 +66,9 @@ OWNER: dict[str, str] = {
     "finish": "nova-compute", "teardown": "nova-compute", "cleanup": "nova-compute",
 }
 
+#: Cells (intervals x occurrences) of one step of :func:`_occupancy` (8 bytes each).
+CHUNK_CELLS = 2_000_000
+
 #: Per service: the design rows (one per sample interval: the stages' occupancy in
 #: :data:`REG_STAGES` order, then the interval's length in s) and the CPU-seconds measured.
 RegressionRows = dict[str, tuple[list[list[float]], list[float]]]
@@ -107,17 +110,22 @@ def _arrays(v: Sequence[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:
 def _occupancy(occ: tuple[np.ndarray, np.ndarray] | None, lo: np.ndarray,
                hi: np.ndarray) -> np.ndarray:
     """Per interval [lo, hi) (ns): the sum over occurrences of the fraction of each that
-    falls into it (an instant occurrence: 1 in the interval holding its start)."""
+    falls into it (an instant occurrence: 1 in the interval holding its start). Occurrences
+    are taken in chunks so that no intermediate holds more than :data:`CHUNK_CELLS` cells
+    (a long run has thousands of intervals and hundreds of thousands of calls)."""
+    out = np.zeros(lo.size)
     if occ is None or occ[0].size == 0:
-        return np.zeros(lo.size)
-    a, d = occ
-    inst = d <= 0
-    e = a + d
-    ov = np.clip(np.minimum(e[None, :], hi[:, None]) - np.maximum(a[None, :], lo[:, None]),
-                 0.0, None)
-    frac = np.where(inst[None, :], 0.0, ov / np.where(inst, 1.0, d)[None, :])
-    frac += (inst[None, :] & (a[None, :] >= lo[:, None]) & (a[None, :] < hi[:, None]))
-    return np.asarray(frac.sum(axis=1), dtype=np.float64)
+        return out
+    step = max(1, CHUNK_CELLS // max(1, lo.size))
+    for i in range(0, occ[0].size, step):
+        a, d = occ[0][i:i + step], occ[1][i:i + step]
+        inst = d <= 0
+        ov = np.clip(np.minimum((a + d)[None, :], hi[:, None])
+                     - np.maximum(a[None, :], lo[:, None]), 0.0, None)
+        frac = np.where(inst[None, :], 0.0, ov / np.where(inst, 1.0, d)[None, :])
+        frac += (inst[None, :] & (a[None, :] >= lo[:, None]) & (a[None, :] < hi[:, None]))
+        out += frac.sum(axis=1)
+    return out
 
 
 def fit_regression(rows: RegressionRows, cores: float, window_s: float,
