@@ -8,17 +8,12 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from stacklens.forecast.calibrate import (
-    LOCK_STAGES,
-    STAGES,
-    Calibration,
-    _lock_kinds,
-    load_model,
-)
+from stacklens.forecast.calibrate import LOCK_STAGES, STAGES, Calibration, load_model
 from stacklens.forecast.dist import LoadDist, fit
 from stacklens.forecast.knobs import Knobs
 from stacklens.forecast.model import simulate
 from stacklens.forecast.run import shipped_model
+from stacklens.forecast.samples import lock_kinds
 
 S = 1_000_000_000
 RT = "nova.compute.resource_tracker.ResourceTracker"
@@ -55,7 +50,7 @@ def test_holds_are_sampled_by_kind_and_the_periodic_interval_measured():
     def add(stage, t0, dur):
         got.setdefault(stage, []).extend(dur.to_list())
 
-    gaps = _lock_kinds(held, pl.DataFrame({"trace_id": ["req-c1"]}),
+    gaps = lock_kinds(held, pl.DataFrame({"trace_id": ["req-c1"]}),
                        pl.DataFrame({"trace_id": ["req-d1"]}), add)
     assert got["claim_held"] == [pytest.approx(1.7)]  # without its call
     assert got["delete_held"] == [1.6]

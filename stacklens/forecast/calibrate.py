@@ -74,7 +74,6 @@ before (stage times drawn at the current load, extrapolated by the fitted line) 
 
 from __future__ import annotations
 
-import bisect
 import datetime as _dt
 import json
 import statistics
@@ -86,16 +85,10 @@ from typing import Any
 import polars as pl
 
 from stacklens.errors import UserError
-from stacklens.forecast.cpu import (
-    CpuModel,
-    fit_demands,
-    placement_calls,
-    process_counts,
-    run_cpu_seconds,
-)
-from stacklens.forecast.demand import RegressionRows, fit_regression, interval_rows
+from stacklens.forecast.cpu import CpuModel, fit_demands
+from stacklens.forecast.demand import RegressionRows, fit_regression
 from stacklens.forecast.dist import LoadDist, fit
-from stacklens.forecast.rpcwait import caller_wait, calls_within, detect_reply_poll
+from stacklens.forecast.samples import LOCK_STAGES, STAGES, run_samples
 from stacklens.store import RunStore
 
 __all__ = [
@@ -116,15 +109,6 @@ __all__ = [
 #: (:mod:`stacklens.forecast.rpcwait`; older files read as 0: no polling, no calls).
 CALIBRATION_FORMAT_VERSION = 4
 
-STAGES = ("api", "to_conductor", "conductor", "scheduler", "to_compute", "compute_pre",
-          "conductor_call", "build", "finish", "delete_api", "delete_to_compute", "teardown",
-          "cleanup", "delete_rest", "lock_held")
-#: Stages a version-3 model adds; a model without them draws every hold from ``lock_held``
-#: and simulates no periodic holds.
-LOCK_STAGES = ("claim_held", "delete_held", "periodic_held")
-#: Holders of the ``compute_resources`` lock that are the resource tracker's periodic task
-#: (``nova/compute/resource_tracker.py``; named in oslo.concurrency's "acquired by" lines).
-PERIODIC_HOLDERS = ("_update_available_resource", "clean_compute_node_cache")
 #: nova's default spacing of ``update_available_resource`` (``update_resources_interval`` 0:
 #: oslo.service's default periodic spacing, 60 s), when a run is too short to measure it.
 DEFAULT_PERIODIC_S = 60.0
@@ -222,239 +206,6 @@ def load_model(path: str | Path) -> Calibration:
     return Calibration.from_json(doc, str(p))
 
 
-def _in_flight(starts: list[int], ends: list[int], at: list[int],
-               waits: list[tuple[int, int]] | None = None) -> list[int]:
-    """Intervals in flight (start <= t < end) at each time of ``at`` (all ns), minus the
-    ``waits`` intervals in progress then (at least 0)."""
-    s, e = sorted(starts), sorted(ends)
-    ws, we = sorted(w[0] for w in waits or []), sorted(w[1] for w in waits or [])
-    out = []
-    for t in at:
-        n = bisect.bisect_right(s, t) - bisect.bisect_right(e, t)
-        n -= bisect.bisect_right(ws, t) - bisect.bisect_right(we, t)
-        out.append(max(0, n))
-    return out
-
-
-def _first(spans: pl.DataFrame, service: str, op_prefix: str | None = None) -> pl.DataFrame:
-    f = pl.col("service") == service
-    if op_prefix:
-        f = f & pl.col("operation").str.starts_with(op_prefix)
-    return (spans.filter(f).sort("start_ns").group_by("trace_id", maintain_order=True)
-            .agg(pl.col("start_ns").first().alias(f"{service}_s"),
-                 pl.col("end_ns").first().alias(f"{service}_e"),
-                 pl.col("host").first().alias(f"{service}_host")))
-
-
-def _load_intervals(store: RunStore, creates: pl.DataFrame,
-                    load: str) -> tuple[list[int], list[int]]:
-    """(starts, ends) in ns of what counts as load: the client's slots (``client``: from the
-    create's submit to the server gone, or its last client time; the ``requests`` table of
-    ``stacklens run``) or the server's creates in flight (``server``: ``traces``)."""
-    if load in ("client", "active") and store.has("requests"):
-        rq = store.read("requests").filter(pl.col("submit_ns").is_not_null())
-        end = pl.coalesce("gone_ns", "delete_accepted_ns", "delete_ns", "active_ns",
-                          "accepted_ns")
-        rq = rq.filter(end.is_not_null()).select("submit_ns", end.alias("end_ns"))
-        if rq.height:
-            return rq["submit_ns"].to_list(), rq["end_ns"].to_list()
-    return creates["start_ns"].to_list(), creates["end_ns"].to_list()
-
-
-def _run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
-    """Samples (load, seconds) per stage from one traced run folder."""
-    tr = store.read("traces").filter(pl.col("outcome").is_in(["success", "retried"]))
-    spans = store.read("spans")
-    ph = store.read("phases")
-    creates = tr.filter(pl.col("operation") == "server.create")
-    deletes = tr.filter(pl.col("operation") == "server.delete")
-    if creates.height == 0:
-        raise UserError(f"{store.path}: no successful server.create traces to calibrate from")
-    starts, ends = _load_intervals(store, creates, load)
-    out: dict[str, list[tuple[float, float, int]]] = {s: [] for s in STAGES + LOCK_STAGES}
-    waits: list[tuple[int, int]] = []  # load "active": queued at a compute, not working
-
-    def add(stage: str, t0: pl.Series, dur_s: pl.Series) -> None:
-        ok = [(a, d) for a, d in zip(t0.to_list(), dur_s.to_list(), strict=True)
-              if a is not None and d is not None]
-        loads = _in_flight(starts, ends, [a for a, _ in ok], waits)
-        out[stage].extend((float(x), float(d), int(a))
-                          for x, (a, d) in zip(loads, ok, strict=True))
-
-    c = creates.select("trace_id", "start_ns", "end_ns")
-    for svc, op in (("nova-api", "POST"), ("nova-conductor", "cast conductor"),
-                    ("nova-scheduler", "call scheduler"), ("nova-compute", None)):
-        c = c.join(_first(spans.filter(pl.col("trace_id").is_in(c["trace_id"].implode())),
-                          svc, op), on="trace_id", how="left")
-    events = store.read("events")
-    poll_s, poll_share, poll_n = detect_reply_poll(events)
-    calls_all = (spans.filter((pl.col("service") == "nova-conductor")
-                              & (pl.col("operation") == "call conductor"))
-                 .select("trace_id", "start_ns", "end_ns").with_row_index("call_id"))
-    calls = calls_all.filter(pl.col("trace_id").is_in(c["trace_id"].implode()))
-    build = ph.filter(pl.col("phase") == "build").select(
-        "trace_id", pl.col("start_ns").alias("b_s"), pl.col("end_ns").alias("b_e"))
-    c = c.join(build, on="trace_id", how="left")
-    ev = events.filter(pl.col("lock_name") == "compute_resources")
-    lk = ev.group_by(pl.col("request_id").alias("trace_id")).agg(
-        (pl.col("lock_waited_s").fill_null(0.0).sum()
-         + pl.col("lock_held_s").fill_null(0.0).sum()).alias("lock_s"),
-        pl.col("lock_held_s").is_not_null().sum().alias("n_locks"))
-    # each hold without the conductor calls made under it (their callers' waits: rpcwait)
-    held = ev.filter(pl.col("lock_held_s").is_not_null()).with_row_index("key").with_columns(
-        acq_ns=pl.col("ts_ns") - (pl.col("lock_held_s") * 1e9).cast(pl.Int64))
-    in_holds = calls_within(calls_all, held.select(
-        pl.col("request_id").alias("trace_id"), "key", pl.col("acq_ns").alias("w0_ns"),
-        pl.col("ts_ns").alias("w1_ns")), poll_s)
-    held = held.join(in_holds.group_by("key").agg(pl.len().alias("hold_calls"),
-                                                  pl.col("wait_s").sum()),
-                     on="key", how="left").with_columns(
-        pl.col("hold_calls").fill_null(0),
-        own_s=(pl.col("lock_held_s") - pl.col("wait_s").fill_null(0.0)).clip(lower_bound=0.0))
-    # the build's own calls: in its phase, not under a hold
-    in_build = calls_within(calls_all.filter(~pl.col("call_id").is_in(
-        in_holds["call_id"].implode())), build.select(
-        "trace_id", pl.col("trace_id").alias("key"), pl.col("b_s").alias("w0_ns"),
-        pl.col("b_e").alias("w1_ns")), poll_s)
-    inside = in_build.group_by(pl.col("key").alias("trace_id")).agg(
-        pl.len().alias("n_calls"), pl.col("wait_s").sum().alias("calls_s"))
-    c = c.join(inside, on="trace_id", how="left").join(lk, on="trace_id", how="left")
-    c = c.with_columns(pl.col("n_calls").fill_null(0), pl.col("calls_s").fill_null(0.0),
-                       pl.col("lock_s").fill_null(0.0), pl.col("n_locks").fill_null(0))
-    ns = 1e9
-    api_s, api_e = pl.col("nova-api_s"), pl.col("nova-api_e")
-    cd_s = pl.col("nova-conductor_s")
-    sc_s, sc_e = pl.col("nova-scheduler_s"), pl.col("nova-scheduler_e")
-    cp_s = pl.col("nova-compute_s")
-    d = c.select(
-        "trace_id", "nova-api_s", "nova-api_e", "nova-conductor_s", "nova-scheduler_s",
-        "nova-scheduler_e", "nova-compute_s", "b_s", "b_e", "nova-compute_host", "n_calls", "n_locks",
-        api=(api_e - api_s) / ns, to_conductor=(cd_s - api_e) / ns,
-        conductor=(sc_s - cd_s) / ns, scheduler=(sc_e - sc_s) / ns,
-        to_compute=((cp_s - sc_e) / ns - (caller_wait((sc_e - sc_s) / ns, poll_s)
-                                           - (sc_e - sc_s) / ns)).clip(lower_bound=0.0),
-        compute_pre=(pl.col("b_s") - cp_s) / ns,
-        build=((pl.col("b_e") - pl.col("b_s")) / ns - pl.col("calls_s")
-               - pl.col("lock_s")).clip(lower_bound=0.0),
-        finish=(pl.col("end_ns") - pl.col("b_e")) / ns)
-    if load == "pipeline":  # boots between the API and a compute (add() reads these)
-        api_started = d.filter(pl.col("nova-api_s").is_not_null())
-        starts = api_started["nova-api_s"].to_list()
-        ends = api_started.select(pl.coalesce("nova-compute_s", "b_s", "nova-api_e")
-                                  ).to_series().to_list()
-    if load == "active":
-        lw = ev.filter(pl.col("lock_waited_s") > 0)
-        waits += [(t - int(w * 1e9), t) for t, w in lw.select("ts_ns", "lock_waited_s").rows()]
-        sw = d.filter(pl.col("b_s") > pl.col("nova-compute_s"))
-        waits += [(a, b) for a, b in sw.select("nova-compute_s", "b_s").rows()]
-    # builds that found a free build slot: fewer than 10 others building on the host
-    rows = d.filter(pl.col("b_s").is_not_null()).select(
-        "trace_id", "nova-compute_host", "nova-compute_s", "b_e").rows()
-    free = set()
-    for tid, host, t, _ in rows:
-        busy = sum(1 for _, h2, s2, e2 in rows if h2 == host and s2 < t < e2)
-        if busy < 10:
-            free.add(tid)
-    for stage, t0 in (("api", "nova-api_s"), ("to_conductor", "nova-api_e"),
-                      ("conductor", "nova-conductor_s"), ("scheduler", "nova-scheduler_s"),
-                      ("to_compute", "nova-scheduler_e"), ("build", "b_s"), ("finish", "b_e")):
-        x = d.filter(pl.col(stage).is_not_null() & (pl.col(stage) >= 0))
-        add(stage, x[t0], x[stage])
-    x = d.filter(pl.col("trace_id").is_in(list(free)) & pl.col("compute_pre").is_not_null())
-    add("compute_pre", x["nova-compute_s"], x["compute_pre"])
-    add("conductor_call", calls["start_ns"], (calls["end_ns"] - calls["start_ns"]) / ns)
-    add("lock_held", held["acq_ns"], held["own_s"])
-    periodic_gaps = _lock_kinds(held, creates, deletes, add)
-    # delete path
-    dl = deletes.select("trace_id", "start_ns", "end_ns", "dur_s")
-    for svc, op in (("nova-api", "DELETE"), ("nova-compute", None)):
-        dl = dl.join(_first(spans.filter(pl.col("trace_id").is_in(dl["trace_id"].implode())),
-                            svc, op), on="trace_id", how="left")
-    for p in ("teardown", "resource_cleanup"):
-        dl = dl.join(ph.filter(pl.col("phase") == p).select(
-            "trace_id", pl.col("dur_s").alias(p)), on="trace_id", how="left")
-    dl = dl.join(lk, on="trace_id", how="left").with_columns(
-        pl.col("lock_s").fill_null(0.0), pl.col("n_locks").fill_null(0))
-    dl = dl.with_columns(
-        delete_api=(pl.col("nova-api_e") - pl.col("nova-api_s")) / ns,
-        delete_to_compute=(pl.col("nova-compute_s") - pl.col("nova-api_e")) / ns,
-        teardown=pl.col("teardown").fill_null(0.0),
-        cleanup=(pl.col("resource_cleanup").fill_null(0.0) - pl.col("lock_s"))
-        .clip(lower_bound=0.0))
-    dl = dl.with_columns(delete_rest=pl.col("dur_s") - pl.col("delete_api").fill_null(0.0)
-                         - pl.col("delete_to_compute").fill_null(0.0) - pl.col("teardown")
-                         - pl.col("resource_cleanup").fill_null(0.0))
-    for stage in ("delete_api", "delete_to_compute", "teardown", "cleanup", "delete_rest"):
-        x = dl.filter(pl.col(stage).is_not_null())
-        add(stage, x["start_ns"], x[stage].clip(lower_bound=0.0))
-    bd = store.read("breakdown").join(
-        creates.select("trace_id", "dur_s"), on="trace_id")
-    comp = bd.group_by("component").agg(pl.col("dur_s").median().alias("p50_s"))
-    sched_bd = bd.filter(pl.col("component").is_in(["nova-scheduler", "placement-api"]))
-    share = sched_bd.group_by("trace_id").agg(
-        (pl.col("dur_s").filter(pl.col("component") == "placement-api").sum()
-         / pl.col("dur_s").sum()).alias("share"))["share"].drop_nans().drop_nulls()
-    dur = creates["dur_s"]
-    window_s = (max(ends) - min(starts)) / 1e9
-    w0 = int(creates["start_ns"].min())  # type: ignore[arg-type]
-    w1 = int(pl.concat([creates["end_ns"], deletes["end_ns"]]).max())  # type: ignore[arg-type]
-    cpu_rows: RegressionRows | None = None
-    cpu = None
-    procs: dict[str, int] = {}
-    if store.has("resource_samples"):
-        rsamp = store.read("resource_samples")
-        cpu = run_cpu_seconds(rsamp, w0, w1)
-        cpu_rows = interval_rows(rsamp, {k: [(p[2], p[1]) for p in v] for k, v in out.items()},
-                                 w0, w1)
-        procs = process_counts(rsamp)
-    return {
-        "samples": out,
-        "cpu_s": cpu, "cpu_window_s": (w1 - w0) / 1e9, "cpu_rows": cpu_rows,
-        "processes": procs,
-        "placement_calls": placement_calls(events, w0, w1),
-        "reply_poll": (poll_s, poll_share, poll_n),
-        "hold_calls": {kind: held.filter(pl.col("request_id").is_in(ids["trace_id"].implode()))
-                       ["hold_calls"].to_list()
-                       for kind, ids in (("claim", creates), ("delete", deletes))},
-        "n_calls": d.filter(pl.col("b_s").is_not_null())["n_calls"].to_list(),
-        "placement_share": share.to_list(),
-        "n_locks_build": d.filter(pl.col("b_s").is_not_null())["n_locks"].to_list(),
-        "n_locks_delete": dl["n_locks"].to_list(),
-        "periodic_gaps_s": periodic_gaps,
-        "measured": {
-            "creates": creates.height,
-            "create_p50_s": float(dur.quantile(0.5, "linear") or 0.0),
-            "create_p95_s": float(dur.quantile(0.95, "linear") or 0.0),
-            "delete_p50_s": float(deletes["dur_s"].quantile(0.5, "linear") or 0.0)
-            if deletes.height else None,
-            "throughput_per_min": creates.height / window_s * 60 if window_s > 0 else None,
-            "component_p50_s": {r[0]: r[1] for r in comp.sort("component").rows()},
-            "hosts": dict(sorted(d.group_by("nova-compute_host").len().rows(),
-                                 key=lambda r: str(r[0]))),
-        },
-    }
-
-
-def _lock_kinds(held: pl.DataFrame, creates: pl.DataFrame, deletes: pl.DataFrame,
-                add: Any) -> list[float]:
-    """Sample the ``compute_resources`` holds by kind (module docstring: ``claim_held``,
-    ``delete_held``, ``periodic_held``) through ``add(stage, start_ns, dur_s)``; returns the
-    gaps (s) between consecutive periodic runs on each host. ``held``: lock events with
-    ``acq_ns`` (acquired, ns) and ``own_s`` (the hold less its conductor calls' waits: a
-    claim's or a delete's own time; the periodic task's are whole)."""
-    for stage, ids in (("claim_held", creates), ("delete_held", deletes)):
-        x = held.filter(pl.col("request_id").is_in(ids["trace_id"].implode()))
-        add(stage, x["acq_ns"], x["own_s"])
-    holder = pl.col("message").str.extract(r'by "(?:[\w.]*\.)?(\w+)"')
-    per = (held.filter(holder.is_in(list(PERIODIC_HOLDERS))
-                       & ~pl.col("request_id").is_in(
-                           pl.concat([creates["trace_id"], deletes["trace_id"]]).implode()))
-           .group_by("host", "request_id")
-           .agg(pl.col("acq_ns").min(), pl.col("lock_held_s").sum())
-           .sort("host", "acq_ns"))
-    add("periodic_held", per["acq_ns"], per["lock_held_s"])
-    gaps = per.with_columns(gap=pl.col("acq_ns").diff().over("host") / 1e9)["gap"]
-    return [float(g) for g in gaps.drop_nulls().to_list() if g > 0]
 
 
 def run_settings(store: RunStore) -> dict[str, Any]:
@@ -543,7 +294,7 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         store = RunStore(r)
         if not store.has("traces"):
             raise UserError(f"{r}: not a traced run folder (no traces table)")
-        got = _run_samples(store, load)
+        got = run_samples(store, load)
         for k, v in got["samples"].items():
             samples[k].extend(v)
         n_calls += got["n_calls"]

@@ -1,0 +1,338 @@
+"""The simulated cloud of the boot-storm model: its resources and the mechanisms every boot
+goes through (workers, the shared CPU, RPC calls and oslo.messaging's reply poll, the
+scheduler's placement decision with a stale view, the ``compute_resources`` lock). The boot
+and delete workflow that uses them, and the sources of each rule: :mod:`stacklens.forecast.model`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Sequence
+
+import simpy
+
+from stacklens.forecast.calibrate import Calibration
+from stacklens.forecast.cpu import PsCpu
+from stacklens.forecast.demand import OWNER
+from stacklens.forecast.dist import LoadDist
+from stacklens.forecast.knobs import Knobs
+from stacklens.forecast.records import BootRecord, DeleteRecord
+
+__all__ = ["Cloud"]
+
+
+class _Busy:
+    """Time-weighted busy counter of one resource kind (for 'which saturated first')."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.busy_s = 0.0
+
+    def add(self, dur_s: float) -> None:
+        self.busy_s += dur_s
+
+
+class Cloud:
+    """The simulated cloud's resources and the mechanisms a boot goes through (the workflow
+    itself: :mod:`stacklens.forecast.model`): the API, conductor and scheduler workers and
+    their DB pools, the client's slots, per compute the build semaphore and the
+    ``compute_resources`` lock, the placement view of each scheduler worker, the shared CPU
+    (with a ``cpu`` section), the load index; stage times drawn or planned on the CPU, a
+    worker held for its part of a stage, RPC calls and their callers' reply poll, the
+    scheduler's pick and the lock's holds with their conductor calls."""
+    def __init__(self, env: simpy.Environment, cal: Calibration, k: Knobs):
+        self.env, self.cal, self.k = env, cal, k
+        self.rng = random.Random(k.seed)
+        n = k.computes
+        self.api = simpy.Resource(env, k.api_workers * k.api_threads)
+        self.api_db = simpy.Resource(env, k.api_workers * k.db_pool_size)
+        self.conductor = simpy.Resource(env, k.conductor_workers)
+        self.scheduler = simpy.Resource(env, k.scheduler_workers)
+        self.sched_db = simpy.Resource(env, k.scheduler_workers * k.db_pool_size)
+        self.slots = simpy.Resource(env, k.concurrency)
+        self.sem = [simpy.Resource(env, k.max_concurrent_builds) for _ in range(n)]
+        self.lock = [simpy.Resource(env, 1) for _ in range(n)]
+        self.used = [0] * n  # claimed instances (resource tracker)
+        self.n_full = 0  # hosts at host_capacity
+        self.row = [0] * n  # compute_nodes rows as last written
+        self.views = [[0] * n for _ in range(k.scheduler_workers)]
+        self.placed = [0] * n
+        self.in_flight = 0  # server side: creates started, not ended
+        self.pipeline = 0  # creates between the API's start and a compute (control plane)
+        self.piped: set[int] = set()
+        self.client_in_flight = 0  # client slots held
+        self.load_index = cal.load
+        self.waiting = 0  # boots queued for a build slot or a compute_resources lock
+        self.sched_rr = 0
+        self.open_work = k.servers  # boots and delete cleanups not ended (periodic stops at 0)
+        self.all_ended = env.event()
+        self.st: dict[str, LoadDist] = cal.stages
+        self.low = {s: d.low_median() for s, d in cal.stages.items()}
+        self.busy = {"nova-api": _Busy(k.api_workers * k.api_threads),
+                     "nova-conductor": _Busy(k.conductor_workers),
+                     "nova-scheduler": _Busy(k.scheduler_workers),
+                     "compute build slots": _Busy(k.max_concurrent_builds * n)}
+        self.lock_busy_s = [0.0] * n  # per host (pooled and busiest host: simulate)
+        self.periodic_until = [0.0] * n  # a periodic hold taken on a free lock ends (s)
+        self.boots: list[BootRecord] = []
+        self.deletes: list[DeleteRecord] = []
+        cores = k.cores or (cal.cpu.cores if cal.cpu is not None else 0.0)
+        self.cpu = (PsCpu(env, cal.cpu.free_cores(cores))
+                    if cal.cpu is not None and cores > 0 else None)
+        self.stretch: dict[tuple[str, int], list[float]] = {}
+        procs = cal.cpu.processes if cal.cpu is not None else {}
+        self.caps: dict[str, float] = {s: float(n) if n > 0 else math.inf
+                                       for s, n in procs.items()}
+        self.caps.update({"nova-api": k.api_workers, "nova-conductor": k.conductor_workers,
+                          "nova-scheduler": k.scheduler_workers})
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _load(self) -> float:
+        if self.load_index == "client":
+            return self.client_in_flight
+        if self.load_index == "pipeline":
+            return self.pipeline
+        if self.load_index == "active":
+            return max(0, self.client_in_flight - self.waiting)
+        return self.in_flight
+
+    def draw(self, stage: str) -> float:
+        return self.st[stage].sample(self.rng.random(), self._load(), self.k.max_slowdown)
+
+    def plan(self, stage: str) -> tuple[float, float, int]:
+        """(CPU demand s, other s, load bin) of one occurrence of ``stage``: without a shared
+        CPU, (0, the drawn time, -1); with one, the demand and the non-CPU part
+        (:meth:`stacklens.forecast.cpu.CpuModel.non_cpu`)."""
+        cm = self.cal.cpu
+        if self.cpu is None or cm is None:
+            return 0.0, self.draw(stage), -1
+        d, load = self.st[stage], self._load()
+        return (cm.demand_s.get(stage, 0.0), cm.non_cpu(stage, d, self.rng.random(), load),
+                d.bin_of(load))
+
+    def parts(self, stage: str, demand_s: float, host: int | None,
+              which: str) -> list[tuple[float, object, float]]:
+        """``demand_s`` of ``stage`` as (CPU-seconds, process group, its process bound) parts:
+        split among the services of the model's ``demand_by`` (``which``: ``all``, ``own``
+        the stage's worker's service, ``other`` the rest) in proportion to their demands,
+        each in its service's processes (nova-compute: the host's one process; the API,
+        conductor and scheduler: their knobs' workers); without ``demand_by`` one job of its
+        own."""
+        cm = self.cal.cpu
+        by = cm.demand_by.get(stage) if cm is not None else None
+        if not by:
+            return [(demand_s, None, math.inf)]
+        own = OWNER.get(stage)
+        sel = {s: d for s, d in by.items()
+               if which == "all" or (s == own) == (which == "own")}
+        tot = sum(sel.values())
+        if tot <= 0:
+            return [(demand_s, OWNER.get(stage), 1.0)] if which == "own" else []
+        out: list[tuple[float, object, float]] = []
+        for svc, d in sel.items():
+            if svc == "nova-compute":
+                out.append((demand_s * d / tot, (svc, host), 1.0))
+            else:
+                cap = self.caps.get(svc, math.inf)
+                out.append((demand_s * d / tot, svc, cap))
+        return out
+
+    def cpu_run(self, stage: str, b: int, demand_s: float, host: int | None = None,
+                which: str = "all"):
+        """``demand_s`` CPU-seconds of ``stage`` on the shared CPU (:meth:`parts`, one after
+        the other), its stretch recorded."""
+        assert self.cpu is not None
+        t0 = self.env.now
+        for d, g, cap in self.parts(stage, demand_s, host, which):
+            yield self.cpu.run(d, g, cap)
+        o = self.stretch.setdefault((stage, b), [0.0, 0.0])
+        o[0] += self.env.now - t0
+        o[1] += demand_s
+
+    def do(self, stage: str, p: tuple[float, float, int], always: bool = True,
+           host: int | None = None):
+        """Spend plan ``p`` (:meth:`plan`): the CPU part, then the rest (a zero rest is waited
+        for only when ``always`` and there was no CPU part, as the model without CPU did);
+        ``host``: the compute whose nova-compute runs the stage."""
+        if p[0] > 0:
+            yield from self.cpu_run(stage, p[2], p[0], host)
+        if p[1] > 0 or (always and p[0] <= 0):
+            yield self.env.timeout(p[1])
+
+    def spend(self, stage: str, always: bool = True, host: int | None = None):
+        """One occurrence of ``stage`` holding nothing; returns its seconds."""
+        p = self.plan(stage)
+        t0 = self.env.now
+        yield from self.do(stage, p, always, host)
+        return p[1] if self.cpu is None else self.env.now - t0
+
+    def work(self, res: simpy.Resource, name: str, stage: str, extra_cpu_s: float = 0.0):
+        """Hold one worker of ``res`` for the stage's idle demand (with a shared CPU: for its
+        CPU part on that CPU), then wait the rest. Returns the time spent waiting for the
+        worker (an RPC message waiting in its queue: logged by nobody, so 'between
+        components' in a measured trace)."""
+        if self.cpu is not None:
+            dem, rest, b = self.plan(stage)
+            own = dem * (self.cal.cpu.held.get(stage, 1.0) if self.cal.cpu else 1.0)
+            t0 = self.env.now
+            with res.request() as r:
+                yield r
+                wait = self.env.now - t0
+                t1 = self.env.now
+                yield from self.cpu_run(stage, b, own + extra_cpu_s, which="own")
+            self.busy[name].add(self.env.now - t1)
+            if dem > own:  # another service's part (placement-api): the worker is free
+                yield from self.cpu_run(stage, b, dem - own, which="other")
+            if rest > 0:
+                yield self.env.timeout(rest)
+            return wait
+        total = self.draw(stage) + extra_cpu_s
+        cpu = min(total, self.low[stage] + extra_cpu_s)
+        t0 = self.env.now
+        with res.request() as r:
+            yield r
+            wait = self.env.now - t0
+            yield self.env.timeout(cpu)
+        self.busy[name].add(cpu)
+        if total > cpu:
+            yield self.env.timeout(total - cpu)
+        return wait
+
+    def resumes_at(self, t0: float, reply_at: float) -> float:
+        """When an RPC caller that sent its call at ``t0`` and has its reply back at
+        ``reply_at`` resumes: at its next reply poll (``rpc_poll_s``, at least one:
+        :mod:`stacklens.forecast.rpcwait`), or at once without polling."""
+        poll = self.cal.rpc_poll_s
+        if poll <= 0:
+            return reply_at
+        return t0 + max(1.0, math.ceil((reply_at - t0) / poll - 1e-6)) * poll
+
+    def reply_wait(self, t0: float):
+        """The wait of an RPC caller that sent its call at ``t0`` and has its reply now
+        (:meth:`resumes_at`); returns the seconds waited."""
+        rest = self.resumes_at(t0, self.env.now) - self.env.now
+        if rest > 0:
+            yield self.env.timeout(rest)
+        return max(0.0, rest)
+
+    def conductor_call(self):
+        """One RPC call of nova-compute to the conductor (``conductor_call`` on a conductor
+        worker) and the caller's wait for its reply; returns (conductor s, waited s)."""
+        c0 = self.env.now
+        if self.cpu is not None:
+            yield from self.work(self.conductor, "nova-conductor", "conductor_call")
+            c = self.env.now - c0
+            w = yield from self.reply_wait(c0)
+            return c, w
+        # work() without a shared CPU, its last wait and the reply poll in one timeout (the
+        # 12,000-boot benchmark: one event less per call)
+        total = self.draw("conductor_call")
+        cpu = min(total, self.low["conductor_call"])
+        with self.conductor.request() as r:
+            yield r
+            yield self.env.timeout(cpu)
+        self.busy["nova-conductor"].add(cpu)
+        reply_at = self.env.now + (total - cpu)
+        end = self.resumes_at(c0, reply_at)
+        if end > self.env.now:
+            yield self.env.timeout(end - self.env.now)
+        return reply_at - c0, end - reply_at
+
+    def api_work(self, stage: str):
+        """Hold one API worker for the whole stage (a sync WSGI worker serves one request);
+        the trace starts when the worker takes the request (the access line's clock)."""
+        p = self.plan(stage)
+        with self.api.request() as r:
+            yield r
+            t0 = self.env.now
+            yield from self.do(stage, p)
+        self.busy["nova-api"].add(self.env.now - t0)
+        return t0
+
+    def pick(self, w: int, exclude: set[int]) -> int:
+        """The scheduler worker ``w``'s choice of host (see module docstring, step 4): the
+        emptiest in its view, ties to the first in host order (or shuffled), at random among
+        the best ``host_subset_size``; full hosts (placement) and hosts tried are left out."""
+        k = self.k
+        v = self.views[w] if k.view_memory else self.row
+        cap = k.host_capacity
+        simple = k.host_subset_size <= 1 and not k.shuffle_best_same_weighed_hosts
+        hosts: Sequence[int] = range(k.computes)
+        if exclude or self.n_full:
+            hosts = [h for h in hosts if h not in exclude and self.used[h] < cap]
+        elif simple:  # the common case, at C speed: first host of the lowest count
+            h = v.index(min(v))
+            if k.view_memory:
+                self.views[w][h] += 1
+            return h
+        if simple:
+            h = min(hosts, key=v.__getitem__)
+        else:
+            best = heapq.nsmallest(max(1, k.host_subset_size), hosts, key=v.__getitem__)
+            if k.shuffle_best_same_weighed_hosts:
+                low = v[best[0]]
+                same = [x for x in hosts if v[x] == low]
+                if len(same) > 1:
+                    self.rng.shuffle(same)
+                    best = (same + [x for x in best if v[x] != low])[:len(best)]
+            h = best[self.rng.randrange(len(best))]
+        if k.view_memory:
+            self.views[w][h] += 1
+        return h
+
+    def claim_one(self, h: int) -> None:
+        self.used[h] += 1
+        if self.used[h] == self.k.host_capacity:
+            self.n_full += 1
+
+    def free_one(self, h: int) -> None:
+        if self.used[h] == self.k.host_capacity:
+            self.n_full -= 1
+        self.used[h] -= 1
+
+    def row_update(self, h: int) -> None:
+        """Host ``h``'s resource tracker rewrote its compute_nodes row: views refresh."""
+        u = self.used[h]
+        self.row[h] = u
+        for view in self.views:
+            view[h] = u
+
+    def hold_stage(self, kind: str) -> str:
+        """The stage a ``compute_resources`` hold of ``kind`` (claim, delete, periodic) draws
+        from: its own (calibration format 3) without a shared CPU, else ``lock_held``, the
+        demands of the CPU model being per ``lock_held``."""
+        st = f"{kind}_held"
+        return st if st in self.st and self.cpu is None else "lock_held"
+
+    def lock_hold(self, h: int, n: int, on_held=None, kind: str = "claim"):
+        """``n`` holds of host ``h``'s compute_resources lock; ``on_held`` runs at the start of
+        the first (the claim decision); the row is rewritten at the end of it (the resource
+        tracker saves the compute node before it releases the lock)."""
+        stage = self.hold_stage(kind)
+        m = {"claim": self.cal.calls_per_claim_hold,
+             "delete": self.cal.calls_per_delete_hold}.get(kind, 0)
+        calls = [0.0, 0.0]
+        for j in range(n):
+            self.waiting += 1
+            while self.periodic_until[h] > self.env.now:  # the periodic task holds it
+                yield self.env.timeout(self.periodic_until[h] - self.env.now)
+            with self.lock[h].request() as r:
+                yield r
+                self.waiting -= 1
+                p = self.plan(stage)
+                if p[0] > 0 and self.cal.cpu is not None:  # placement reads per instance
+                    p = (self.cal.cpu.lock_demand(p[0], self.used[h]), p[1], p[2])
+                if j == 0 and on_held is not None:
+                    on_held()
+                t0 = self.env.now
+                yield from self.do(stage, p, host=h)
+                for _ in range(m if j == 0 else 0):  # the claim's saves, under the lock
+                    c, w = yield from self.conductor_call()
+                    calls[0] += c
+                    calls[1] += w
+                if j == 0:
+                    self.row_update(h)
+                self.lock_busy_s[h] += self.env.now - t0
+        return calls
