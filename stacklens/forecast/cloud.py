@@ -19,6 +19,7 @@ from stacklens.forecast.demand import OWNER
 from stacklens.forecast.dist import LoadDist
 from stacklens.forecast.knobs import Knobs
 from stacklens.forecast.records import BootRecord, DeleteRecord
+from stacklens.forecast.rpcwait import caller_wait_s
 
 __all__ = ["Cloud"]
 
@@ -204,10 +205,7 @@ class Cloud:
         """When an RPC caller that sent its call at ``t0`` and has its reply back at
         ``reply_at`` resumes: at its next reply poll (``rpc_poll_s``, at least one:
         :mod:`stacklens.forecast.rpcwait`), or at once without polling."""
-        poll = self.cal.rpc_poll_s
-        if poll <= 0:
-            return reply_at
-        return t0 + max(1.0, math.ceil((reply_at - t0) / poll - 1e-6)) * poll
+        return t0 + caller_wait_s(reply_at - t0, self.cal.rpc_poll_s)
 
     def reply_wait(self, t0: float):
         """The wait of an RPC caller that sent its call at ``t0`` and has its reply now

@@ -21,10 +21,12 @@ each nova-compute ``CALL msg_id`` line and the next line its request logs in the
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import polars as pl
 
-__all__ = ["REPLY_POLL_S", "caller_wait", "calls_within", "detect_reply_poll"]
+__all__ = ["REPLY_POLL_S", "caller_wait", "caller_wait_s", "calls_within", "detect_reply_poll"]
 
 #: oslo.messaging's reply check interval (s), 14.8.0 and later (module docstring).
 REPLY_POLL_S = 0.5
@@ -58,10 +60,18 @@ def detect_reply_poll(events: pl.DataFrame) -> tuple[float, float, int]:
 
 def caller_wait(reply_s: pl.Expr, poll_s: float) -> pl.Expr:
     """The caller's wait (s) for a reply back after ``reply_s`` seconds: ``reply_s`` itself
-    without polling, else the next multiple of ``poll_s`` (at least one)."""
+    without polling, else the next multiple of ``poll_s`` (at least one); the same rule as
+    :func:`caller_wait_s`, over a column."""
     if poll_s <= 0:
         return reply_s
     return (reply_s / poll_s - 1e-6).ceil().clip(lower_bound=1.0) * poll_s
+
+
+def caller_wait_s(reply_s: float, poll_s: float) -> float:
+    """:func:`caller_wait` for one call (the storm model's callers)."""
+    if poll_s <= 0:
+        return reply_s
+    return max(1.0, math.ceil(reply_s / poll_s - 1e-6)) * poll_s
 
 
 def calls_within(calls: pl.DataFrame, windows: pl.DataFrame, poll_s: float) -> pl.DataFrame:
