@@ -13,7 +13,8 @@ this process, timed with ``time.process_time`` (CPU) and ``time.perf_counter`` (
 
 Target: the 12,000-boot storm in under 10 s on 2 cores (``target_s``).
 
-Usage: ``python bench/forecast_bench.py [--repeat 3] [--concurrency 12000] [--out RUN]``.
+Usage: ``python bench/forecast_bench.py [--repeat 3] [--concurrency 12000] [--out RUN]
+[--set KNOB=VALUE ...]``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import time
 
 import simpy
 
+from stacklens.forecast.knobs import parse_sets
 from stacklens.forecast.run import forecast_run, knobs_for, resolve_model
 
 
@@ -61,10 +63,13 @@ def main() -> None:
     ap.add_argument("--baseline-steps", type=int, default=30)
     ap.add_argument("--model", default=None, help="calibration file [default: shipped]")
     ap.add_argument("--out", default=None, help="also write the run folder (last repetition)")
+    ap.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
+                    help="a model knob, as stacklens forecast --set (repeatable)")
     a = ap.parse_args()
     n = a.computes * a.per_compute
     cal, name = resolve_model(a.model)
-    knobs = knobs_for(cal, computes=a.computes, servers=n, concurrency=a.concurrency or n)
+    knobs = parse_sets(a.set, knobs_for(cal, computes=a.computes, servers=n,
+                                         concurrency=a.concurrency or n))
     load0 = os.getloadavg()[0]
     fw, fc, bw, bc = [], [], [], []
     summ: dict = {}
@@ -82,6 +87,7 @@ def main() -> None:
     med = statistics.median
     print(json.dumps({
         "boots": n, "computes": a.computes, "concurrency": knobs.concurrency, "model": name,
+        "set": a.set,
         "forecast": {"wall_s": round(med(fw), 3), "cpu_s": round(med(fc), 3),
                      "runs_wall_s": [round(x, 3) for x in fw]},
         "baseline": {"wall_s": round(med(bw), 3), "cpu_s": round(med(bc), 3),

@@ -56,8 +56,10 @@ def test_host_subset_size_spreads_the_burst_and_cuts_the_tail(cal):
 def test_more_api_workers_shorter_boots(cal):
     # the API is the first queue of a burst (lab: submitting 100 POSTs took 17-19 s) once the
     # computes can build faster than one API worker admits (lab calibration: ~0.3 s per POST,
-    # 32 computes build ~85 boots/min, so 128 computes make the API the first queue)
-    base = knobs_for(cal, computes=128, servers=640, concurrency=640, host_subset_size=128)
+    # 32 computes build ~85 boots/min, so 128 computes make the API the first queue, given
+    # schedulers enough for the refresh of 128 hosts' states per request: the host loop)
+    base = knobs_for(cal, computes=128, servers=640, concurrency=640, host_subset_size=128,
+                     scheduler_workers=16)
     few = _runs(cal, base.replace(api_workers=1))
     many = _runs(cal, base.replace(api_workers=8))
     assert _median(many, "throughput_per_min") > _median(few, "throughput_per_min")
@@ -97,3 +99,21 @@ def test_max_concurrent_builds_one_serialises_a_host(cal):
 def test_same_seed_same_storm(cal):
     k = knobs_for(cal, computes=4, servers=40, concurrency=20)
     assert summary(simulate(cal, k)) == summary(simulate(cal, k))
+
+
+def test_more_hosts_slower_scheduling_more_schedulers_relieve_it(cal):
+    # field notes section 4: "the filter scheduler ... refreshes host state from the database
+    # on every request": the shipped model's scheduler_host stage grows each request with the
+    # hosts, and at many hosts the scheduler saturates first; more scheduler workers relieve it
+    assert "scheduler_host" in cal.stages
+
+    def scheduler_p50_s(computes: int) -> float:
+        k = knobs_for(cal, computes=computes, servers=40, concurrency=4)
+        return statistics.median(b.stages["nova-scheduler"] for s in SEEDS
+                                 for b in simulate(cal, k.replace(seed=s)).boots)
+
+    assert scheduler_p50_s(256) > 2 * scheduler_p50_s(8)
+    big = knobs_for(cal, computes=256, servers=400, concurrency=400, host_subset_size=256)
+    two = _runs(cal, big.replace(scheduler_workers=2))
+    eight = _runs(cal, big.replace(scheduler_workers=8))
+    assert _median(eight, "throughput_per_min") > _median(two, "throughput_per_min")

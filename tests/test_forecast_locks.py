@@ -97,6 +97,16 @@ def test_periodic_holds_delay_claims_and_stop_with_the_storm():
         periodic.busy["compute_resources lock"]
 
 
+def test_periodic_runs_on_idle_hosts_are_counted_without_events():
+    # a sleeping periodic task (lock free, nobody waiting) catches up when a claim comes or
+    # the storm ends: idle hosts' locks are busy held / (held + every) of the time, as if
+    # every run had been simulated
+    k = Knobs(computes=4, servers=1, concurrency=1, poll_interval_s=0.0, delete=False)
+    res = simulate(_cal(build=600.0, periodic_held=2.0, every_s=10.0), k)
+    assert res.duration_s > 600.0
+    assert 2.0 / 12.0 - 0.02 < res.busy["compute_resources lock"] < 2.0 / 12.0 + 0.02
+
+
 def test_pipeline_load_slows_the_control_plane_in_a_burst_only():
     # to_compute measured 0.1 s with one boot in the control plane, 4 s with 20
     loads = [1.0] * 30 + [20.0] * 30

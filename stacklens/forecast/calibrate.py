@@ -88,7 +88,7 @@ from stacklens.errors import UserError
 from stacklens.forecast.cpu import CpuModel, fit_demands
 from stacklens.forecast.demand import RegressionRows, fit_regression
 from stacklens.forecast.dist import LoadDist, fit
-from stacklens.forecast.samples import LOCK_STAGES, STAGES, run_samples
+from stacklens.forecast.samples import LOCK_STAGES, OPTIONAL_STAGES, STAGES, run_samples
 from stacklens.store import RunStore
 
 __all__ = [
@@ -106,8 +106,10 @@ __all__ = [
 #: reads as a model without it); 3: the ``compute_resources`` holds by kind
 #: (:data:`LOCK_STAGES`) and ``periodic_interval_s`` (optional: older files read without);
 #: 4: ``rpc_poll_s`` and the conductor calls under a claim's and a delete's hold
-#: (:mod:`stacklens.forecast.rpcwait`; older files read as 0: no polling, no calls).
-CALIBRATION_FORMAT_VERSION = 4
+#: (:mod:`stacklens.forecast.rpcwait`; older files read as 0: no polling, no calls);
+#: 5: the ``scheduler_host`` stage (:data:`~stacklens.forecast.samples.HOST_STAGES`; the
+#: ``scheduler`` stage is then the request without its host loop; older files read without).
+CALIBRATION_FORMAT_VERSION = 5
 
 #: nova's default spacing of ``update_available_resource`` (``update_resources_interval`` 0:
 #: oslo.service's default periodic spacing, 60 s), when a run is too short to measure it.
@@ -274,7 +276,7 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         raise UserError(f"demand must be regression or utilisation, not {demand!r}")
     if not runs:
         raise UserError("calibrate needs at least one run folder")
-    samples: dict[str, list[tuple[float, float, int]]] = {s: [] for s in STAGES + LOCK_STAGES}
+    samples: dict[str, list[tuple[float, float, int]]] = {s: [] for s in STAGES + OPTIONAL_STAGES}
     rows: RegressionRows = {}
     procs: dict[str, int] = {}
     n_calls: list[int] = []
@@ -323,7 +325,7 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         for key, v in run_settings(store).items():
             kn.setdefault(key, v)
     stages = {}
-    for s in STAGES + LOCK_STAGES:
+    for s in STAGES + OPTIONAL_STAGES:
         pts = samples[s]
         if pts:
             stages[s] = fit([p[0] for p in pts], [p[1] for p in pts])

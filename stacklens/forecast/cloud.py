@@ -100,6 +100,8 @@ class Cloud:
                      "compute build slots": _Busy(k.max_concurrent_builds * n)}
         self.lock_busy_s = [0.0] * n  # per host (pooled and busiest host: simulate)
         self.periodic_until = [0.0] * n  # a periodic hold taken on a free lock ends (s)
+        #: per host: the periodic task's next run (s) while it sleeps (periodic), else None
+        self.periodic_next: list[float | None] = [None] * n
         self.boots: list[BootRecord] = []
         self.deletes: list[DeleteRecord] = []
         cores = k.cores or (cal.cpu.cores if cal.cpu is not None else 0.0)
@@ -192,12 +194,14 @@ class Cloud:
         yield from self.do(stage, p, always, host)
         return p[1] if self.cpu is None else self.env.now - t0
 
-    def work(self, res: simpy.Resource, name: str, stage: str, extra_cpu_s: float = 0.0):
+    def work(self, res: simpy.Resource, name: str, stage: str, extra_cpu_s: float = 0.0,
+             extra_wait_s: float = 0.0):
         """Hold one worker of ``res`` for the stage's idle demand (with a shared CPU: for its
         CPU part on that CPU), then wait the rest. Returns the time spent waiting for the
         worker (an RPC message waiting in its queue: logged by nobody, so 'between
         components' in a measured trace). Without a shared CPU the conductor's and the
-        scheduler's workers are :class:`FifoPool` queues (``pools``), ``res`` is not used."""
+        scheduler's workers are :class:`FifoPool` queues (``pools``), ``res`` is not used.
+        ``extra_cpu_s`` more is spent holding the worker, ``extra_wait_s`` after it."""
         if self.cpu is not None:
             dem, rest, b = self.plan(stage)
             own = dem * (self.cal.cpu.held.get(stage, 1.0) if self.cal.cpu else 1.0)
@@ -210,10 +214,10 @@ class Cloud:
             self.busy[name].add(self.env.now - t1)
             if dem > own:  # another service's part (placement-api): the worker is free
                 yield from self.cpu_run(stage, b, dem - own, which="other")
-            if rest > 0:
-                yield self.env.timeout(rest)
+            if rest + extra_wait_s > 0:
+                yield self.env.timeout(rest + extra_wait_s)
             return wait
-        total = self.draw(stage) + extra_cpu_s
+        total = self.draw(stage) + extra_cpu_s + extra_wait_s
         cpu = min(total, self.low[stage] + extra_cpu_s)
         now = self.env.now
         pool = self.pools.get(name)
@@ -330,6 +334,55 @@ class Cloud:
         st = f"{kind}_held"
         return st if st in self.st and self.cpu is None else "lock_held"
 
+    def periodic(self, h: int, first_s: float):
+        """Host ``h``'s resource tracker periodic task (``update_available_resource``): every
+        ``periodic_interval_s`` after its last run (first run ``first_s`` from now), one hold
+        of the compute_resources lock of ``periodic_held``, queued with the claims; it stops
+        once every boot has ended. A run that finds the lock free and nobody waiting holds it
+        without a request (:meth:`lock_hold` waits for ``periodic_until``) and the task then
+        sleeps: the runs that follow on an idle host are the same holds nobody waits for, so
+        they are drawn without events when a claim or a delete next comes to the host
+        (:meth:`wake_periodic`), or when the storm ends (the lock's utilisation)."""
+        every = self.cal.periodic_interval_s
+        yield self.env.timeout(first_s)
+        lock = self.lock[h]
+        while self.open_work > 0:
+            held = self.draw("periodic_held")
+            if lock.count == 0 and not lock.queue:  # a free lock: held without a request
+                self.periodic_until[h] = self.env.now + held
+                self.lock_busy_s[h] += held
+                self.periodic_next[h] = self.env.now + held + every
+                return
+            with lock.request() as r:
+                yield r
+                t0 = self.env.now
+                yield self.env.timeout(held)
+                self.lock_busy_s[h] += self.env.now - t0
+            yield self.env.timeout(every)
+
+    def wake_periodic(self, h: int, restart: bool = True) -> None:
+        """Host ``h``'s sleeping periodic task (:meth:`periodic`) catches up to now: each run
+        due since it slept holds the free lock for a ``periodic_held`` drawn now (the one in
+        progress, if any, sets ``periodic_until``); then it runs again at its next time
+        (``restart``)."""
+        t = self.periodic_next[h]
+        if t is None:
+            return
+        self.periodic_next[h] = None
+        every, now = self.cal.periodic_interval_s, self.env.now
+        while t <= now:
+            held = self.draw("periodic_held")
+            self.periodic_until[h] = t + held
+            self.lock_busy_s[h] += held
+            t += held + every
+        if restart:
+            self.env.process(self.periodic(h, t - now))
+
+    def wake_periodics(self) -> None:
+        """Every sleeping periodic task catches up to the storm's end (not restarted)."""
+        for h in range(len(self.periodic_next)):
+            self.wake_periodic(h, restart=False)
+
     def lock_hold(self, h: int, n: int, on_held=None, kind: str = "claim"):
         """``n`` holds of host ``h``'s compute_resources lock; ``on_held`` runs at the start of
         the first (the claim decision); the row is rewritten at the end of it (the resource
@@ -338,6 +391,7 @@ class Cloud:
         m = {"claim": self.cal.calls_per_claim_hold,
              "delete": self.cal.calls_per_delete_hold}.get(kind, 0)
         calls = [0.0, 0.0]
+        self.wake_periodic(h)
         for j in range(n):
             self.waiting += 1
             while self.periodic_until[h] > self.env.now:  # the periodic task holds it

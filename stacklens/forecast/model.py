@@ -16,8 +16,11 @@ One simulated boot follows the path of the field notes (section 2) and of nova 2
    return rows").
 3. RPC cast to **nova-conductor** (``to_conductor``), ``conductor`` stage on one of
    ``conductor_workers``; RPC call ``select_destinations`` to **nova-scheduler**
-   (``scheduler`` stage on one of ``scheduler_workers``, plus ``scheduler_per_host_s`` per
-   compute: the filters and weighers walk every host), reply and cast to the compute
+   (``scheduler`` stage on one of ``scheduler_workers``, plus per compute the host loop
+   ``scheduler_host``, the refresh of each host's state from the database that the runs' DEBUG
+   lines time (:func:`stacklens.forecast.samples.host_loops`; its idle-cloud median held on
+   the worker, the rest under load waited; booked to nova-scheduler whole) and the
+   ``scheduler_per_host_s`` knob: the filters and weighers walk every host), reply and cast to the compute
    (``to_compute``: its idle-cloud median is RPC transit, the rest under load the conductor's
    post-scheduling work waiting for a CPU, booked to nova-conductor).
 4. **placement decision with a stale view**: a host's row (``compute_nodes``) counts the
@@ -120,28 +123,6 @@ class _Cloud(Cloud):
         self.work_ended()
         self.slots.release(slot)
 
-    def periodic(self, h: int):
-        """Host ``h``'s resource tracker periodic task (``update_available_resource``): every
-        ``periodic_interval_s`` after its last run (first run at a random phase), one hold of
-        the compute_resources lock of ``periodic_held``, queued with the claims; it stops once
-        every boot has ended."""
-        every = self.cal.periodic_interval_s
-        yield self.env.timeout(self.rng.random() * every)
-        lock = self.lock[h]
-        while self.open_work > 0:
-            held = self.draw("periodic_held")
-            if lock.count == 0 and not lock.queue:  # a free lock: held without a request
-                self.periodic_until[h] = self.env.now + held  # (claims wait for it: lock_hold)
-                self.lock_busy_s[h] += held
-                yield self.env.timeout(held + every)  # one event a run on an idle host
-                continue
-            with lock.request() as r:
-                yield r
-                t0 = self.env.now
-                yield self.env.timeout(held)
-                self.lock_busy_s[h] += self.env.now - t0
-            yield self.env.timeout(every)
-
     def pipe(self, rec: BootRecord, enter: bool) -> None:
         """Boot ``rec`` enters (API start, a reschedule) or leaves (reached a compute, ended)
         the control plane: the ``pipeline`` load index."""
@@ -221,9 +202,15 @@ class _Cloud(Cloud):
                     rec.error, rec.error_service = QUEUE_POOL_ERROR, "nova-scheduler"
                     st["nova-scheduler"] = st.get("nova-scheduler", 0.0) + env.now - t1
                     return False
+            # the host loop (calibrated per host: its idle-cloud part holds the worker, the
+            # load-dependent rest is waiting) and the filters' knob, for every host
+            per_host = self.draw("scheduler_host") if "scheduler_host" in self.st else 0.0
+            own = min(per_host, self.low.get("scheduler_host", 0.0))
+            loop = per_host * k.computes
             try:
                 q = yield from self.work(self.scheduler, "nova-scheduler", "scheduler",
-                                         k.scheduler_per_host_s * k.computes)
+                                         (k.scheduler_per_host_s + own) * k.computes,
+                                         (per_host - own) * k.computes)
             finally:
                 self.sched_db.release(db)
             st["between components"] += q
@@ -231,8 +218,10 @@ class _Cloud(Cloud):
             st["between components"] += yield from self.reply_wait(t1)  # the conductor's
             t1 += q
             ps = self.cal.placement_share
-            st["nova-scheduler"] = st.get("nova-scheduler", 0.0) + (t2 - t1) * (1 - ps)
-            st["placement-api"] = st.get("placement-api", 0.0) + (t2 - t1) * ps
+            rest = max(0.0, t2 - t1 - loop)  # placement's share is of the time outside
+            st["nova-scheduler"] = st.get("nova-scheduler", 0.0) + rest * (1 - ps) + (t2 - t1
+                                                                                   - rest)
+            st["placement-api"] = st.get("placement-api", 0.0) + rest * ps
             rec.spans.append(("nova-scheduler", "simulated-controller", "call scheduler", t1, t2))
             if len(tried) >= k.computes or self.n_full >= k.computes or (
                     self.n_full and all(self.used[h] >= k.host_capacity or h in tried
@@ -363,7 +352,7 @@ def simulate(cal: Calibration, knobs: Knobs) -> SimResult:
         env.process(cloud.boot(i))
     if cal.periodic_interval_s > 0 and "periodic_held" in cal.stages and knobs.servers:
         for h in range(knobs.computes):
-            env.process(cloud.periodic(h))
+            env.process(cloud.periodic(h, cloud.rng.random() * cal.periodic_interval_s))
     # the storm allocates millions of short-lived events and keeps its records alive: with
     # the default thresholds the cyclic collector rescans them ~1 s in 8 (12,000 boots)
     thresholds = gc.get_threshold()
@@ -372,6 +361,7 @@ def simulate(cal: Calibration, knobs: Knobs) -> SimResult:
         env.run(until=cloud.all_ended if knobs.servers else None)
     finally:
         gc.set_threshold(*thresholds)
+    cloud.wake_periodics()  # the holds of the ticks since each host's last lock request
     dur = env.now or 1.0
     busy = {name: b.busy_s / (b.capacity * dur) for name, b in cloud.busy.items()}
     held = cloud.lock_busy_s  # the busiest host's lock saturates first under a burst

@@ -19,7 +19,10 @@ from stacklens.forecast.demand import RegressionRows, interval_rows
 from stacklens.forecast.rpcwait import caller_wait, calls_within, detect_reply_poll
 from stacklens.store import RunStore
 
-__all__ = ["LOCK_STAGES", "PERIODIC_HOLDERS", "STAGES", "lock_kinds", "run_samples"]
+__all__ = [
+    "HOST_STAGES", "HOST_UPDATE_LINE", "LOCK_STAGES", "OPTIONAL_STAGES", "PERIODIC_HOLDERS",
+    "STAGES", "host_loops", "lock_kinds", "run_samples",
+]
 
 STAGES = ("api", "to_conductor", "conductor", "scheduler", "to_compute", "compute_pre",
           "conductor_call", "build", "finish", "delete_api", "delete_to_compute", "teardown",
@@ -27,6 +30,16 @@ STAGES = ("api", "to_conductor", "conductor", "scheduler", "to_compute", "comput
 #: Stages a version-3 model adds; a model without them draws every hold from ``lock_held``
 #: and simulates no periodic holds.
 LOCK_STAGES = ("claim_held", "delete_held", "periodic_held")
+#: Stages a version-5 model adds: ``scheduler_host``, seconds per host of the scheduler's
+#: refresh of every host's state in one request (:func:`host_loops`); a model without it
+#: grows the scheduler's time with the hosts by the ``scheduler_per_host_s`` knob only.
+HOST_STAGES = ("scheduler_host",)
+#: Stages a model may lack (older formats, runs that do not show them).
+OPTIONAL_STAGES = LOCK_STAGES + HOST_STAGES
+#: nova.scheduler.host_manager ``HostState._locked_update``'s DEBUG line, one per host per
+#: scheduling request (``_get_host_states``; the same words from Havana's ``update_from_
+#: compute_node`` era to 2025.1's ``update(compute, service, aggregates, inst_dict)``).
+HOST_UPDATE_LINE = "Update host state from compute node"
 #: Holders of the ``compute_resources`` lock that are the resource tracker's periodic task
 #: (``nova/compute/resource_tracker.py``; named in oslo.concurrency's "acquired by" lines).
 PERIODIC_HOLDERS = ("_update_available_resource", "clean_compute_node_cache")
@@ -71,6 +84,34 @@ def _load_intervals(store: RunStore, creates: pl.DataFrame,
     return creates["start_ns"].to_list(), creates["end_ns"].to_list()
 
 
+def host_loops(events: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
+    """The scheduler's refresh of every host's state from the database in each scheduling
+    request (nova ``HostManager._get_host_states``, the per-host work the field notes name in
+    "scheduler saturation"): one :data:`HOST_UPDATE_LINE` per host inside the request's
+    ``call scheduler`` span. Columns: ``trace_id`` (str), ``span_start_ns`` (the span's start,
+    Int64), ``first_ns`` (the first line, Int64), ``n_hosts`` (lines, UInt32),
+    ``per_host_s`` (Float64: last minus first line over ``n_hosts - 1``, the time one host
+    takes) and ``loop_s`` (``n_hosts * per_host_s``: the loop, counting the first host's
+    share before its line). Requests with fewer than two lines (one host, DEBUG off) are
+    left out: their loop is unknown, not zero."""
+    sp = spans.filter((pl.col("service") == "nova-scheduler")
+                      & (pl.col("operation") == "call scheduler")
+                      & pl.col("request_id").is_not_null()).select(
+        "trace_id", "request_id", pl.col("start_ns").alias("span_start_ns"), "end_ns")
+    lines = events.filter((pl.col("service") == "nova-scheduler")
+                          & pl.col("message").str.starts_with(HOST_UPDATE_LINE)
+                          ).select("request_id", "ts_ns")
+    got = (sp.join(lines, on="request_id")
+           .filter(pl.col("ts_ns").is_between(pl.col("span_start_ns"), pl.col("end_ns")))
+           .group_by("trace_id", "span_start_ns")
+           .agg(pl.col("ts_ns").min().alias("first_ns"), pl.col("ts_ns").max().alias("last_ns"),
+                pl.len().alias("n_hosts"))
+           .filter(pl.col("n_hosts") >= 2))
+    per = (pl.col("last_ns") - pl.col("first_ns")) / 1e9 / (pl.col("n_hosts") - 1)
+    return got.select("trace_id", "span_start_ns", "first_ns", "n_hosts",
+                      per.alias("per_host_s"), (per * pl.col("n_hosts")).alias("loop_s"))
+
+
 def run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
     """Samples (load, seconds) per stage from one traced run folder."""
     tr = store.read("traces").filter(pl.col("outcome").is_in(["success", "retried"]))
@@ -81,7 +122,7 @@ def run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
     if creates.height == 0:
         raise UserError(f"{store.path}: no successful server.create traces to calibrate from")
     starts, ends = _load_intervals(store, creates, load)
-    out: dict[str, list[tuple[float, float, int]]] = {s: [] for s in STAGES + LOCK_STAGES}
+    out: dict[str, list[tuple[float, float, int]]] = {s: [] for s in STAGES + OPTIONAL_STAGES}
     waits: list[tuple[int, int]] = []  # load "active": queued at a compute, not working
 
     def add(stage: str, t0: pl.Series, dur_s: pl.Series) -> None:
@@ -105,6 +146,9 @@ def run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
     build = ph.filter(pl.col("phase") == "build").select(
         "trace_id", pl.col("start_ns").alias("b_s"), pl.col("end_ns").alias("b_e"))
     c = c.join(build, on="trace_id", how="left")
+    loops = host_loops(events, spans).filter(pl.col("trace_id").is_in(c["trace_id"].implode()))
+    c = c.join(loops.select("trace_id", pl.col("span_start_ns").alias("nova-scheduler_s"),
+                            "loop_s"), on=["trace_id", "nova-scheduler_s"], how="left")
     ev = events.filter(pl.col("lock_name") == "compute_resources")
     lk = ev.group_by(pl.col("request_id").alias("trace_id")).agg(
         (pl.col("lock_waited_s").fill_null(0.0).sum()
@@ -140,7 +184,8 @@ def run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
         "trace_id", "nova-api_s", "nova-api_e", "nova-conductor_s", "nova-scheduler_s",
         "nova-scheduler_e", "nova-compute_s", "b_s", "b_e", "nova-compute_host", "n_calls", "n_locks",
         api=(api_e - api_s) / ns, to_conductor=(cd_s - api_e) / ns,
-        conductor=(sc_s - cd_s) / ns, scheduler=(sc_e - sc_s) / ns,
+        conductor=(sc_s - cd_s) / ns,
+        scheduler=((sc_e - sc_s) / ns - pl.col("loop_s").fill_null(0.0)).clip(lower_bound=0.0),
         to_compute=((cp_s - sc_e) / ns - (caller_wait((sc_e - sc_s) / ns, poll_s)
                                            - (sc_e - sc_s) / ns)).clip(lower_bound=0.0),
         compute_pre=(pl.col("b_s") - cp_s) / ns,
@@ -173,6 +218,7 @@ def run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
     x = d.filter(pl.col("trace_id").is_in(list(free)) & pl.col("compute_pre").is_not_null())
     add("compute_pre", x["nova-compute_s"], x["compute_pre"])
     add("conductor_call", calls["start_ns"], (calls["end_ns"] - calls["start_ns"]) / ns)
+    add("scheduler_host", loops["first_ns"], loops["per_host_s"])
     add("lock_held", held["acq_ns"], held["own_s"])
     periodic_gaps = lock_kinds(held, creates, deletes, add)
     # delete path
@@ -201,9 +247,13 @@ def run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
         creates.select("trace_id", "dur_s"), on="trace_id")
     comp = bd.group_by("component").agg(pl.col("dur_s").median().alias("p50_s"))
     sched_bd = bd.filter(pl.col("component").is_in(["nova-scheduler", "placement-api"]))
+    # placement's share of the scheduler's time outside the host loop (the loop is its own)
     share = sched_bd.group_by("trace_id").agg(
-        (pl.col("dur_s").filter(pl.col("component") == "placement-api").sum()
-         / pl.col("dur_s").sum()).alias("share"))["share"].drop_nans().drop_nulls()
+        pl.col("dur_s").filter(pl.col("component") == "placement-api").sum().alias("p"),
+        pl.col("dur_s").sum().alias("all")).join(
+        loops.group_by("trace_id").agg(pl.col("loop_s").sum()), on="trace_id", how="left"
+    ).select((pl.col("p") / (pl.col("all") - pl.col("loop_s").fill_null(0.0)))
+             .clip(0.0, 1.0).alias("share"))["share"].drop_nans().drop_nulls()
     dur = creates["dur_s"]
     window_s = (max(ends) - min(starts)) / 1e9
     w0 = int(creates["start_ns"].min())  # type: ignore[arg-type]
