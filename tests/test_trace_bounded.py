@@ -16,7 +16,14 @@ from stacklens.pipeline import _NOT_TRACED, ingest_step, trace_step
 from stacklens.schema import EVENTS, TABLES
 from stacklens.store import RunStore
 from stacklens.trace import build_traces
-from stacklens.trace.bounded import BUCKETS_ENV, MEM_ENV, bucket_count, build_traces_bounded
+from stacklens.trace.bounded import (
+    BUCKETS_ENV,
+    MEM_ENV,
+    THREADS_ENV,
+    bucket_count,
+    build_traces_bounded,
+    trace_threads,
+)
 
 NAMES = ("spans", "flows", "traces", "breakdown", "phases", "clock_offsets")
 COLS = [c for c in TABLES["events"] if c not in _NOT_TRACED]
@@ -203,6 +210,32 @@ def test_trace_step_records_buckets(tmp_path, monkeypatch) -> None:
     whole = build_traces(events.select(COLS))
     for name in NAMES:
         assert_frame_equal(store.read(name), whole[name])
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_buckets_run_at_once_give_the_same_tables(tmp_path, monkeypatch, threads: str) -> None:
+    store = RunStore(tmp_path)
+    events = _synthetic(12)
+    store.write({"events": events})
+    monkeypatch.setenv(BUCKETS_ENV, "4")
+    monkeypatch.setenv(THREADS_ENV, threads)
+    assert trace_step(store).buckets == 4
+    whole = build_traces(events.select(COLS))
+    for name in NAMES:
+        assert_frame_equal(store.read(name), whole[name])
+
+
+def test_threads_share_the_budget(monkeypatch) -> None:
+    monkeypatch.delenv(BUCKETS_ENV, raising=False)
+    monkeypatch.delenv(MEM_ENV, raising=False)
+    one = bucket_count(10_000_000, mem_mib=1024)
+    assert bucket_count(10_000_000, mem_mib=1024, threads=2) in (2 * one - 1, 2 * one)
+    assert bucket_count(1000, threads=2) == 1  # fits the budget: the whole-frame path
+    monkeypatch.setenv(THREADS_ENV, "0")
+    with pytest.raises(UserError, match=THREADS_ENV):
+        trace_threads()
+    monkeypatch.setenv(THREADS_ENV, "3")
+    assert trace_threads() == 3
 
 
 def test_bucket_count_setting(monkeypatch) -> None:

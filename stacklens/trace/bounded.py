@@ -31,7 +31,10 @@ phase, then ``trace_id``; flows: RPC flows by ``trace_id``, then HTTP flows by `
 
 Setting: ``STACKLENS_TRACE_MEM_MIB`` (MiB, default :data:`DEFAULT_MEM_MIB`) sets
 ``B = ceil(records * BYTES_PER_EVENT / budget)``; ``B = 1`` (small input) is exactly the
-whole-frame path. ``STACKLENS_TRACE_BUCKETS`` forces ``B``. What the budget does not bound:
+whole-frame path. ``STACKLENS_TRACE_BUCKETS`` forces ``B``. ``STACKLENS_TRACE_THREADS``
+(default: the cores, at most 2) buckets run at once, each in its share of the budget (``B``
+grows by that factor): on 2 cores, 10 M lines, the trace command 33.8 -> 27.6 s, peak RSS the
+same (1,029 vs 1,053 MiB; 8 buckets one at a time vs 16 two at a time). What the budget does not bound:
 pass 1 (narrow, but one row per record: ~1.9 GiB peak for the 10.5 M records of the 30 M-line
 bench corpus, the clock frame's building and the offset estimate about alike with linking,
 ~180 B per record; 3.7 GiB before session 12), one output table at a time
@@ -50,6 +53,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import polars as pl
@@ -64,12 +68,13 @@ from stacklens.trace.skew import clock_messages, clock_text
 from stacklens.vocab import RPC_SENDS, RpcKind
 
 __all__ = [
-    "BUCKETS_ENV", "BYTES_PER_EVENT", "DEFAULT_MEM_MIB", "MEM_ENV", "bucket_count",
-    "build_traces_bounded", "iter_traces_bounded", "link_pass", "merge_buckets",
+    "BUCKETS_ENV", "BYTES_PER_EVENT", "DEFAULT_MEM_MIB", "MEM_ENV", "THREADS_ENV", "bucket_count",
+    "build_traces_bounded", "iter_traces_bounded", "link_pass", "merge_buckets", "trace_threads",
 ]
 
 MEM_ENV = "STACKLENS_TRACE_MEM_MIB"
 BUCKETS_ENV = "STACKLENS_TRACE_BUCKETS"
+THREADS_ENV = "STACKLENS_TRACE_THREADS"
 #: Budget of the trace stage's per-bucket working set, MiB.
 DEFAULT_MEM_MIB = 2048
 #: Bytes of budget per record. The whole-frame stage peaks at ~2 KB per record (6.8 GB over
@@ -101,15 +106,25 @@ _LINK_ONLY = ("instance_uuid", "http_method", "http_path")
 _PHASES = ["claim", "network", "block_device", "spawn", "teardown", "resource_cleanup", "build"]
 
 
-def bucket_count(n_events: int, mem_mib: int | None = None) -> int:
-    """Buckets for ``n_events`` records: ``STACKLENS_TRACE_BUCKETS`` when set, else
-    ``ceil(n_events * BYTES_PER_EVENT / budget)`` with the budget ``mem_mib``, else
-    ``STACKLENS_TRACE_MEM_MIB``, else :data:`DEFAULT_MEM_MIB` (at least 1). Raises
-    :class:`~stacklens.errors.UserError` on a setting that is not a positive integer."""
+def trace_threads() -> int:
+    """Buckets run at once: ``STACKLENS_TRACE_THREADS``, default the machine's cores, at most
+    2 (the one size measured: 2 cores). Raises :class:`~stacklens.errors.UserError` on a
+    setting that is not a positive integer."""
+    return positive_int(THREADS_ENV, min(2, os.cpu_count() or 1))
+
+
+def bucket_count(n_events: int, mem_mib: int | None = None, threads: int = 1) -> int:
+    """Buckets for ``n_events`` records: ``STACKLENS_TRACE_BUCKETS`` when set, else 1 when
+    ``n_events * BYTES_PER_EVENT`` fits the budget (``mem_mib``, else
+    ``STACKLENS_TRACE_MEM_MIB``, else :data:`DEFAULT_MEM_MIB`), else ``ceil(n_events *
+    BYTES_PER_EVENT * threads / budget)``: ``threads`` buckets run at once, each within its
+    share of the budget. Raises :class:`~stacklens.errors.UserError` on a setting that is
+    not a positive integer."""
     if os.environ.get(BUCKETS_ENV, "").strip():
         return positive_int(BUCKETS_ENV, 1)
     mib = mem_mib if mem_mib is not None else positive_int(MEM_ENV, DEFAULT_MEM_MIB, unit="MiB")
-    return max(1, math.ceil(n_events * BYTES_PER_EVENT / (mib * 2**20)))
+    need = n_events * BYTES_PER_EVENT / (mib * 2**20)
+    return 1 if need <= 1 else math.ceil(need * max(1, threads))
 
 
 def build_traces_bounded(
@@ -145,7 +160,8 @@ def iter_traces_bounded(
     import pyarrow.parquet as papq
 
     n_rows = papq.ParquetFile(events_path).metadata.num_rows
-    b = buckets if buckets is not None else bucket_count(n_rows)
+    threads = trace_threads()
+    b = buckets if buckets is not None else bucket_count(n_rows, threads=threads)
     if b <= 1:
         out = build_traces(pl.read_parquet(events_path, columns=list(columns)))
         if on_bucket is not None:
@@ -167,18 +183,27 @@ def iter_traces_bounded(
         # in memory, their strings would keep the bucket's string buffers alive (a gathered or
         # filtered string column shares its source's buffers), ~80 MB per bucket at 30 M lines
         made: dict[str, list[Path]] = {}
-        for i in range(b):
+
+        def one(i: int) -> dict[str, Path]:
             files = sorted((tmp / str(i)).glob("*.parquet"))
+            got: dict[str, Path] = {}
             if files:
                 linked = pl.read_parquet(files).sort("ts_ns", "eid")
                 for name, df in trace_tables(linked).items():
                     f = tmp / "out" / name / f"{i:06d}.parquet"
                     f.parent.mkdir(parents=True, exist_ok=True)
                     df.write_parquet(f, compression="lz4", statistics=False)
-                    made.setdefault(name, []).append(f)
+                    got[name] = f
                 del linked
-            if on_bucket is not None:
-                on_bucket(i + 1, b)
+            return got
+
+        # buckets share nothing: ``threads`` at once (Polars releases the GIL), in order
+        with ThreadPoolExecutor(max(1, min(threads, b))) as ex:
+            for i, got in enumerate(ex.map(one, range(b))):
+                for name, f in got.items():
+                    made.setdefault(name, []).append(f)
+                if on_bucket is not None:
+                    on_bucket(i + 1, b)
         yield "clock_offsets", conform(offsets, "clock_offsets")
         yield from _merged(lambda name: [pl.read_parquet(f) for f in made.get(name, [])])
     finally:
