@@ -20,9 +20,9 @@ One simulated boot follows the path of the field notes (section 2) and of nova 2
    ``scheduler_host``, the refresh of each host's state from the database that the runs' DEBUG
    lines time (:func:`stacklens.forecast.samples.host_loops`; its idle-cloud median held on
    the worker, the rest under load waited; booked to nova-scheduler whole) and the
-   ``scheduler_per_host_s`` knob: the filters and weighers walk every host), reply and cast to the compute
-   (``to_compute``: its idle-cloud median is RPC transit, the rest under load the conductor's
-   post-scheduling work waiting for a CPU, booked to nova-conductor).
+   ``scheduler_per_host_s`` knob: the filters and weighers walk every host), reply and cast to
+   the compute (``to_compute``: its idle-cloud median is RPC transit, the rest under load the
+   conductor's post-scheduling work waiting for a CPU, booked to nova-conductor).
 4. **placement decision with a stale view**: a host's row (``compute_nodes``) counts the
    instances its resource tracker has claimed; it is rewritten at each claim and each delete,
    so it does not count the builds still queued at the host (semaphore, ``compute_resources``
@@ -219,8 +219,8 @@ class _Cloud(Cloud):
             t1 += q
             ps = self.cal.placement_share
             rest = max(0.0, t2 - t1 - loop)  # placement's share is of the time outside
-            st["nova-scheduler"] = st.get("nova-scheduler", 0.0) + rest * (1 - ps) + (t2 - t1
-                                                                                   - rest)
+            in_loop = t2 - t1 - rest  # the host loop
+            st["nova-scheduler"] = st.get("nova-scheduler", 0.0) + rest * (1 - ps) + in_loop
             st["placement-api"] = st.get("placement-api", 0.0) + rest * ps
             rec.spans.append(("nova-scheduler", "simulated-controller", "call scheduler", t1, t2))
             if len(tried) >= k.computes or self.n_full >= k.computes or (

@@ -37,8 +37,10 @@ HOST_STAGES = ("scheduler_host",)
 #: Stages a model may lack (older formats, runs that do not show them).
 OPTIONAL_STAGES = LOCK_STAGES + HOST_STAGES
 #: nova.scheduler.host_manager ``HostState._locked_update``'s DEBUG line, one per host per
-#: scheduling request (``_get_host_states``; the same words from Havana's ``update_from_
-#: compute_node`` era to 2025.1's ``update(compute, service, aggregates, inst_dict)``).
+#: scheduling request (``_get_host_states``): the same words in the ``update(compute_node,
+#: service)`` form (Mitaka's devstack log in the shared data) and in 2025.1's ``update(compute,
+#: service, aggregates, inst_dict)``. Havana's and Icehouse's ``update_from_compute_node``
+#: logs nothing there: their runs calibrate no ``scheduler_host`` (the knob alone).
 HOST_UPDATE_LINE = "Update host state from compute node"
 #: Holders of the ``compute_resources`` lock that are the resource tracker's periodic task
 #: (``nova/compute/resource_tracker.py``; named in oslo.concurrency's "acquired by" lines).
