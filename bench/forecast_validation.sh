@@ -76,4 +76,4 @@ for r in "$DIR"/k$((2 * K))-r*; do [ -f "$r/tables/traces.parquet" ] && val+=("$
 [ ${#cal[@]} -gt 0 ] && [ ${#val[@]} -gt 0 ] || { echo "no traced runs to validate" >&2; exit 1; }
 "$SL" forecast calibrate "${cal[@]}" -o "$DIR/model.json" --provenance "lab=stacklens lab" \
   --provenance "runs=${#cal[@]} at K=$K C=$C, $(date -u +%F)" ${CORES:+--cores "$CORES"} || exit 1
-"$SL" forecast validate "$DIR/model.json" "${val[@]}" --seeds 5
+"$SL" forecast validate "$DIR/model.json" "${val[@]}" --seeds "${SEEDS:-15}"
