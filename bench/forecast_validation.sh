@@ -2,7 +2,7 @@
 # Issue 9's validation on the lab: ROUNDS rounds of (one calibration run at K computes and
 # concurrency C, one validation run at 2K and 2C), interleaved so that both sizes see the same
 # machine, each on a fresh lab; then `forecast calibrate` on the calibration runs and
-# `forecast validate --seeds 5` on the validation runs (predicted vs measured median).
+# `forecast validate --seeds 15` (SEEDS) on the validation runs (predicted vs measured median).
 #
 #   eval "$(bash .ci/lab-setup.sh)"
 #   bash bench/forecast_validation.sh /tmp/val            # 5 rounds, K=4 C=20 -> K=8 C=40
