@@ -200,7 +200,7 @@ class Cloud:
         CPU part on that CPU), then wait the rest. Returns the time spent waiting for the
         worker (an RPC message waiting in its queue: logged by nobody, so 'between
         components' in a measured trace). Without a shared CPU the conductor's and the
-        scheduler's workers are :class:`FifoPool` queues (``pools``), ``res`` is not used.
+        scheduler's workers are :class:`FifoPool` queues (:meth:`queued`), ``res`` unused.
         ``extra_cpu_s`` more is spent holding the worker, ``extra_wait_s`` after it."""
         if self.cpu is not None:
             dem, rest, b = self.plan(stage)
@@ -217,23 +217,21 @@ class Cloud:
             if rest + extra_wait_s > 0:
                 yield self.env.timeout(rest + extra_wait_s)
             return wait
+        start, total = self.queued(name, stage, extra_cpu_s, extra_wait_s)
+        wait = start - self.env.now
+        yield self.env.timeout(wait + total)  # the worker's queue without events: one timeout
+        return wait
+
+    def queued(self, name: str, stage: str, extra_cpu_s: float = 0.0,
+               extra_wait_s: float = 0.0) -> tuple[float, float]:
+        """Without a shared CPU: one occurrence of ``stage`` drawn now, its idle demand (the
+        lowest load's median) plus ``extra_cpu_s`` held on a worker of ``name``'s
+        :class:`FifoPool`; returns (when it starts on the worker, its whole time from then,
+        ``extra_wait_s`` included), both s."""
         total = self.draw(stage) + extra_cpu_s + extra_wait_s
         cpu = min(total, self.low[stage] + extra_cpu_s)
-        now = self.env.now
-        pool = self.pools.get(name)
-        if pool is not None:  # the worker's queue without events: one timeout in all
-            wait = pool.take(now, cpu) - now
-            self.busy[name].add(cpu)
-            yield self.env.timeout(wait + total)
-            return wait
-        with res.request() as r:
-            yield r
-            wait = self.env.now - now
-            yield self.env.timeout(cpu)
         self.busy[name].add(cpu)
-        if total > cpu:
-            yield self.env.timeout(total - cpu)
-        return wait
+        return self.pools[name].take(self.env.now, cpu), total
 
     def resumes_at(self, t0: float, reply_at: float) -> float:
         """When an RPC caller that sent its call at ``t0`` and has its reply back at
@@ -260,10 +258,8 @@ class Cloud:
             return c, w
         # work() without a shared CPU and the reply poll in one timeout (the 12,000-boot
         # benchmark: one event a call)
-        total = self.draw("conductor_call")
-        cpu = min(total, self.low["conductor_call"])
-        reply_at = self.pools["nova-conductor"].take(c0, cpu) + total
-        self.busy["nova-conductor"].add(cpu)
+        start, total = self.queued("nova-conductor", "conductor_call")
+        reply_at = start + total
         end = self.resumes_at(c0, reply_at)
         yield self.env.timeout(end - c0)
         return reply_at - c0, end - reply_at
