@@ -55,6 +55,27 @@ def test_version_and_help():
         assert "Usage" in r.stdout
 
 
+def test_a_subcommand_imports_only_its_module():
+    """main() builds the app with the named subcommand alone (the others' imports cost ~0.8 s
+    of every start); the whole app, with every subcommand, is what --help lists."""
+    from stacklens.cli import _COMMANDS, app
+
+    names = [c.name for c in app.registered_commands] + [g.name for g in app.registered_groups]
+    assert sorted(names) == sorted(_COMMANDS)
+    code = ("import sys; sys.argv = ['stacklens', 'ingest', '--help']\n"
+            "from stacklens.cli import main\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            "print(sorted(m for m in sys.modules if m.startswith('stacklens.cli.')))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    loaded = r.stdout.strip().splitlines()[-1]
+    assert "stacklens.cli.ingest_cmd" in loaded and "Usage" in r.stdout
+    for other in ("forecast_cmd", "sweep_cmd", "capacity_cmd", "lab_cmd", "broker_cmd"):
+        assert f"stacklens.cli.{other}" not in loaded
+    help_all = run("--help").stdout
+    assert all(name in help_all for name in _COMMANDS)
+
+
 def test_missing_path_is_a_user_error(tmp_path: Path):
     r = run("analyze", str(tmp_path / "nope"), "--out", str(tmp_path / "run"))
     assert r.returncode == 1
