@@ -92,3 +92,22 @@ def test_wheel_ships_packages_data_and_the_native_module(tmp_path: Path) -> None
     assert any(n.startswith("stacklens_native/stacklens_native.") and n.endswith((".so", ".pyd"))
                for n in names)
     assert any(n.endswith(".dist-info/entry_points.txt") for n in names)
+
+
+@pytest.mark.skipif(
+    os.environ.get("STACKLENS_REQUIRE_NATIVE") != "1",
+    reason="compiles the native crate's tests with cargo (~1-2 min); CI runs it "
+           "(STACKLENS_REQUIRE_NATIVE=1)",
+)
+def test_native_crate_unit_tests_pass(tmp_path: Path) -> None:
+    """The Rust unit tests of ``native/`` (the redaction's equivalence proofs by example, the
+    Utf8View export), built in a scratch target folder so the checkout is left as it was."""
+    assert shutil.which("cargo"), "cargo is needed for the native crate's tests"
+    r = subprocess.run(
+        ["cargo", "test", "--release", "--quiet", "--manifest-path",
+         str(ROOT / MATURIN["manifest-path"])],
+        capture_output=True, text=True, timeout=1200,
+        env={**os.environ, "CARGO_TARGET_DIR": str(tmp_path / "target")},
+    )
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    assert "test result: ok" in r.stdout

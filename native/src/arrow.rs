@@ -59,7 +59,8 @@ impl Validity {
     }
 }
 
-/// A nullable string column (Arrow LargeUtf8).
+/// A nullable string column, built as offsets and data (Arrow LargeUtf8 layout) and exported
+/// as Utf8View ([`string_view_buffers`]).
 pub struct StrCol {
     pub offsets: Vec<i64>,
     pub data: Vec<u8>,
@@ -248,6 +249,9 @@ enum Buf {
     I32(Vec<i32>),
     U32(Vec<u32>),
     U8(Vec<u8>),
+    U128(Vec<u128>),
+    /// A pointer into another buffer of the same array (kept alive by it; not owned).
+    At(*const c_void),
 }
 
 impl Buf {
@@ -257,6 +261,8 @@ impl Buf {
             Buf::I32(v) => v.as_ptr() as *const c_void,
             Buf::U32(v) => v.as_ptr() as *const c_void,
             Buf::U8(v) => v.as_ptr() as *const c_void,
+            Buf::U128(v) => v.as_ptr() as *const c_void,
+            Buf::At(p) => *p,
         }
     }
 }
@@ -344,13 +350,61 @@ fn array(length: usize, null_count: usize, bufs: Vec<Option<Buf>>, children: Vec
     }
 }
 
+/// The Utf8View buffers of a string column given as offsets and data (Arrow columnar format,
+/// "Variable-size Binary View Layout", Arrow 1.4 / C Data Interface format `vu`): the views
+/// (16 bytes each: length; the bytes themselves up to 12, else their first 4, the data buffer's
+/// index and the offset in it), the data split into buffers of at most `i32::MAX` bytes at value
+/// boundaries (pointers into the one `data` allocation: nothing copied), and the buffers'
+/// sizes (i64). Polars keeps strings as views, so it takes these without a copy, where a
+/// LargeUtf8 column was converted (every string copied).
+fn string_view_buffers(offsets: &[i64], data: Vec<u8>) -> Vec<Option<Buf>> {
+    view_buffers_split(offsets, data, i32::MAX as usize)
+}
+
+/// [`string_view_buffers`] with data buffers of at most `limit` bytes (a value longer than
+/// `limit` gets a buffer of its own).
+fn view_buffers_split(offsets: &[i64], data: Vec<u8>, limit: usize) -> Vec<Option<Buf>> {
+    let mut views: Vec<u128> = Vec::with_capacity(offsets.len().saturating_sub(1));
+    let mut starts: Vec<usize> = vec![0];
+    for w in offsets.windows(2) {
+        let (s, e) = (w[0] as usize, w[1] as usize);
+        let len = e - s;
+        let mut v = [0u8; 16];
+        v[0..4].copy_from_slice(&(len as u32).to_le_bytes());
+        if len <= 12 {
+            v[4..4 + len].copy_from_slice(&data[s..e]);
+        } else {
+            let mut base = *starts.last().expect("one buffer");
+            if e - base > limit {
+                starts.push(s);
+                base = s;
+            }
+            v[4..8].copy_from_slice(&data[s..s + 4]);
+            v[8..12].copy_from_slice(&((starts.len() - 1) as u32).to_le_bytes());
+            v[12..16].copy_from_slice(&((s - base) as u32).to_le_bytes());
+        }
+        views.push(u128::from_le_bytes(v));
+    }
+    let mut sizes: Vec<i64> = starts.windows(2).map(|w| (w[1] - w[0]) as i64).collect();
+    sizes.push((data.len() - starts.last().expect("one buffer")) as i64);
+    let base = data.as_ptr();
+    let mut bufs = vec![Some(Buf::U128(views)), Some(Buf::U8(data))];
+    bufs.extend(
+        starts[1..]
+            .iter()
+            .map(|&s| Some(Buf::At(unsafe { base.add(s) } as *const c_void))),
+    );
+    bufs.push(Some(Buf::I64(sizes)));
+    bufs
+}
+
 fn export_column(name: &str, col: Column) -> (ArrowSchema, ArrowArray) {
     let n = col.len();
     let (fmt, valid, bufs): (&str, Validity, Vec<Option<Buf>>) = match col {
         Column::I64(c) => ("l", c.valid, vec![Some(Buf::I64(c.values))]),
         Column::I32(c) => ("i", c.valid, vec![Some(Buf::I32(c.values))]),
         Column::U32(c) => ("I", c.valid, vec![Some(Buf::U32(c.values))]),
-        Column::Str(c) => ("U", c.valid, vec![Some(Buf::I64(c.offsets)), Some(Buf::U8(c.data))]),
+        Column::Str(c) => ("vu", c.valid, string_view_buffers(&c.offsets, c.data)),
     };
     let nulls = valid.nulls;
     let mut all = vec![if nulls > 0 { valid.bits.map(Buf::U8) } else { None }];
@@ -364,7 +418,7 @@ impl Column {
             Column::I64(_) => "l",
             Column::I32(_) => "i",
             Column::U32(_) => "I",
-            Column::Str(_) => "U",
+            Column::Str(_) => "vu",
         }
     }
 }
@@ -471,6 +525,66 @@ impl ArrowArrayStream {
     pub fn release_if_owned(&mut self) {
         if let Some(r) = self.release {
             unsafe { r(self) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The strings the view buffers spell (data buffers read back through the pointers).
+    fn read_views(bufs: &[Option<Buf>]) -> Vec<String> {
+        let Some(Buf::U128(views)) = &bufs[0] else {
+            panic!("views first")
+        };
+        let Some(Buf::I64(sizes)) = bufs.last().unwrap() else {
+            panic!("sizes last")
+        };
+        let datas: Vec<&[u8]> = bufs[1..bufs.len() - 1]
+            .iter()
+            .zip(sizes)
+            .map(|(b, &n)| unsafe { std::slice::from_raw_parts(b.as_ref().unwrap().ptr() as *const u8, n as usize) })
+            .collect();
+        views
+            .iter()
+            .map(|v| {
+                let b = v.to_le_bytes();
+                let len = u32::from_le_bytes(b[0..4].try_into().unwrap()) as usize;
+                let bytes = if len <= 12 {
+                    b[4..4 + len].to_vec()
+                } else {
+                    let i = u32::from_le_bytes(b[8..12].try_into().unwrap()) as usize;
+                    let o = u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize;
+                    assert_eq!(&b[4..8], &datas[i][o..o + 4], "prefix");
+                    datas[i][o..o + len].to_vec()
+                };
+                String::from_utf8(bytes).unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn views_spell_the_strings_split_or_not() {
+        let words = [
+            "",
+            "short",
+            "exactly12byt",
+            "thirteen byte",
+            "a much longer value, over 12",
+            "x",
+        ];
+        let mut col = StrCol::default();
+        for w in words.iter().cycle().take(40) {
+            col.push(Some(w));
+        }
+        let want: Vec<String> = words.iter().cycle().take(40).map(|w| w.to_string()).collect();
+        for limit in [usize::MAX, 64, 20, 1] {
+            let bufs = view_buffers_split(&col.offsets, col.data.clone(), limit);
+            assert_eq!(read_views(&bufs), want, "limit {limit}");
+            if limit == 20 {
+                assert!(bufs.len() > 4, "split into several data buffers");
+            }
         }
     }
 }
