@@ -47,9 +47,22 @@ pub fn field(v: Option<&str>) -> Option<&str> {
 
 /// The first `N` pieces of `s` split on ' ' (`str.split_exact(" ", N - 1)`).
 pub fn split_n<const N: usize>(s: &str) -> [Option<&str>; N] {
+    // memchr over the bytes (a space is one byte and never inside a UTF-8 sequence): `split`'s
+    // char searcher cost ~5 % of the tokenizer
     let mut out = [None; N];
-    for (slot, piece) in out.iter_mut().zip(s.split(' ')) {
-        *slot = Some(piece);
+    let mut start = 0;
+    let mut spaces = memchr::memchr_iter(b' ', s.as_bytes());
+    for slot in out.iter_mut() {
+        match spaces.next() {
+            Some(end) => {
+                *slot = Some(&s[start..end]);
+                start = end + 1;
+            }
+            None => {
+                *slot = Some(&s[start..]);
+                break;
+            }
+        }
     }
     out
 }
@@ -81,4 +94,27 @@ pub fn context(ctx: Option<&str>) -> [Option<&str>; 4] {
         field(pick(two, one, t[2], t[1])),
         field(pick(two, one, t[3], t[2])),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_n;
+
+    #[test]
+    fn split_n_is_the_first_pieces_of_split() {
+        for s in [
+            "",
+            " ",
+            "a",
+            "a b",
+            "a  b ",
+            " a b c d e f g",
+            "2026-01-01 10:00:00.1 12 INFO x [req-1 u p] m",
+            "é ü ß",
+        ] {
+            let want: Vec<Option<&str>> = s.split(' ').map(Some).chain(std::iter::repeat(None)).take(5).collect();
+            assert_eq!(split_n::<5>(s).to_vec(), want, "{s:?}");
+            assert_eq!(split_n::<1>(s).to_vec(), want[..1].to_vec(), "{s:?}");
+        }
+    }
 }
