@@ -148,13 +148,6 @@ def _base(tev: pl.DataFrame) -> pl.DataFrame:
             pl.col("ts_ns").min().alias("start_ns"),
             pl.col("ts_ns").max().alias("_last_ts"),
             pl.col("ts_ns").filter(api_line).max().alias("_api_ts"),
-            # the line that answered with the worst status (server side first): 5xx evidence
-            pl.struct("ts_ns", "span_id", "service")
-            .filter(api_line)
-            .sort_by([server_api.filter(api_line), pl.col("http_status").filter(api_line)],
-                     descending=[True, True])
-            .first()
-            .alias("_api5"),
             pl.col("http_dur_s").filter(is_client())
             .drop_nulls()
             .first()
@@ -163,6 +156,17 @@ def _base(tev: pl.DataFrame) -> pl.DataFrame:
         )
         .with_columns(_norm=normalize_path(pl.col("_p")))
     )
+    # the line that answered with the worst status, server side first, the earliest of equals
+    # (a stable sort of the API lines: a sort_by within each group took 0.11 of 0.29 s and
+    # broke ties as its sort happened to): 5xx evidence
+    worst = (
+        tev.filter(api_line)
+        .select("trace_id", "ts_ns", "span_id", "service", _s=server_api, _h="http_status")
+        .sort("trace_id", "_s", "_h", descending=[False, True, True], maintain_order=True)
+        .group_by("trace_id", maintain_order=True)
+        .agg(pl.struct("ts_ns", "span_id", "service").first().alias("_api5"))
+    )
+    t = t.join(worst, on="trace_id", how="left", maintain_order="left")
     op = (
         pl.when(pl.col("_m").is_not_null())
         .then(_operation(pl.col("_m"), pl.col("_norm")))
