@@ -192,13 +192,17 @@ def _episodes(ev: pl.DataFrame) -> pl.DataFrame:
     nar = nar.with_columns(_g=g.fill_null(True).cum_sum())
     nar = nar.with_columns(_ep=_episode_numbers(nar))
     # episode numbers are unique across processes: each one's start, then its rank within
-    # its process by (start, first eid)
+    # its process by (start, first eid): its row minus its process's first row, once sorted
+    # (int_range().over("_p") ran process by process: 0.10 -> 0.02 s on 395 k records)
+    k = pl.col("_k")
+    new_proc = pl.col("_p").ne_missing(pl.col("_p").shift(1)).fill_null(True)
     first = (
         nar.group_by("_ep")
         .agg(pl.col("_p").first(), pl.col("ts_ns").min().alias("_t0"),
              pl.col("eid").min().alias("_e0"))
-        .sort("_t0", "_e0")
-        .select("_ep", _episode=pl.int_range(pl.len(), dtype=pl.Int64).over("_p"))
+        .sort("_p", "_t0", "_e0")
+        .with_columns(_k=pl.int_range(pl.len(), dtype=pl.Int64))
+        .select("_ep", _episode=k - pl.when(new_proc).then(k).forward_fill())
     )
     nar = nar.join(first, on="_ep", how="left")
     return ev.with_columns(nar.sort("_row").get_column("_episode"))
