@@ -103,6 +103,12 @@ _LINKED = ("request_id", "global_request_id", "instance_uuid", "http_method", "h
 _IDS = ("request_id", "global_request_id", "instance_uuid", "rpc_id")
 #: Of those, the columns no clock rule reads.
 _LINK_ONLY = ("instance_uuid", "http_method", "http_path")
+#: Columns no rule of :func:`~stacklens.trace.trace_tables` reads (``global_request_id``
+#: only linking reads, in pass 1): left out of the buckets (less to split, write, read and
+#: sort). If a rule comes to read one, the identity tests against
+#: :func:`~stacklens.trace.build_traces` (which keeps every column) fail.
+_NOT_IN_BUCKETS = ("user", "project", "global_request_id", "n_lines", "lock_name",
+                   "lock_waited_s", "lock_held_s")
 _PHASES = ["claim", "network", "block_device", "spawn", "teardown", "resource_cleanup", "build"]
 
 
@@ -174,7 +180,7 @@ def iter_traces_bounded(
         shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=events_path.parent))
     try:
-        _split(events_path, columns, keys, tmp)
+        _split(events_path, [c for c in columns if c not in _NOT_IN_BUCKETS], keys, tmp)
         del keys
         # the split's record batches were Arrow's (its own allocator, which keeps what it
         # freed: ~0.8 GB at 10 M lines); hand that back before the buckets allocate theirs
