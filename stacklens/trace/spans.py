@@ -167,8 +167,8 @@ def _assign(
 
 
 def _episodes(ev: pl.DataFrame) -> pl.DataFrame:
-    """``ev`` (real records of traces) plus ``_episode`` (Int64, per process, in start order);
-    rules in the module docstring. Rows stay in ``ev``'s order: the episodes are found on a
+    """``ev`` (real records of traces) plus ``span_id`` (:func:`_span_id`: the process's
+    episode number, in start order); rules in the module docstring. Rows stay in ``ev``'s order: the episodes are found on a
     narrow frame (the keys, times and flags), so the wide records are never sorted here.
 
     Each process of a trace (``_PROC``) is one integer ``_p`` for the sorts, windows and
@@ -202,10 +202,12 @@ def _episodes(ev: pl.DataFrame) -> pl.DataFrame:
              pl.col("eid").min().alias("_e0"))
         .sort("_p", "_t0", "_e0")
         .with_columns(_k=pl.int_range(pl.len(), dtype=pl.Int64))
-        .select("_ep", _episode=k - pl.when(new_proc).then(k).forward_fill())
+        .select("_ep", "_p", _episode=k - pl.when(new_proc).then(k).forward_fill())
     )
-    nar = nar.join(first, on="_ep", how="left")
-    return ev.with_columns(nar.sort("_row").get_column("_episode"))
+    # the span id built once per episode (a string per record cost 0.12 s on 445 k records)
+    ids = first.join(procs, on="_p", how="left").select("_ep", span_id=_span_id())
+    nar = nar.join(ids, on="_ep", how="left")
+    return ev.with_columns(nar.sort("_row").get_column("span_id"))
 
 
 def timed_events(linked: pl.DataFrame) -> pl.DataFrame:
@@ -223,8 +225,7 @@ def timed_events(linked: pl.DataFrame) -> pl.DataFrame:
         http_dur_s=pl.lit(None, dtype=pl.Float64),
         message=pl.lit("(request start = logged time - logged duration)"),
     )
-    tev = pl.concat([ev, starts]).sort("trace_id", "ts_ns", "eid", maintain_order=True)
-    return tev.with_columns(span_id=_span_id()).drop("_episode")
+    return pl.concat([ev, starts]).sort("trace_id", "ts_ns", "eid", maintain_order=True)
 
 
 def build_spans(tev: pl.DataFrame, operation_of_span: pl.Expr) -> pl.DataFrame:
