@@ -144,22 +144,9 @@ pub fn oslo_fast(b: &[u8]) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testrng::Rng;
     use crate::tok::{cast_i32, slice_chars};
     use regex::Regex;
-
-    /// xorshift, so the tests need no crate
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-            xs[(self.next() % xs.len() as u64) as usize]
-        }
-    }
 
     #[test]
     fn debug_suffix_matches_the_regex() {

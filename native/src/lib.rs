@@ -18,6 +18,8 @@ mod episodes;
 mod fast;
 mod redact;
 mod rules;
+#[cfg(test)]
+mod testrng;
 mod tok;
 mod ts;
 

@@ -1,19 +1,6 @@
 //! Tests of `redact.rs` (in their own file to keep that one short).
 use super::*;
-
-/// xorshift, so the tests need no crate
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[(self.next() % xs.len() as u64) as usize]
-    }
-}
+use crate::testrng::Rng;
 
 pub(super) const REP: &str = "${1}${3}${5}${7}${9}${11}${13}${14}${16}${18}${20}${22}${24}${26}${28}${30}${32}${34}${36}${38}${40}${42}***${2}${4}${6}${8}${10}${12}${15}${17}${19}${21}${23}${25}${27}${29}${31}${33}${35}${37}${39}${41}${43}";
 
