@@ -475,7 +475,9 @@ def adopt_orphan_markers(linked: pl.DataFrame) -> pl.DataFrame:
     # no context of its own: unlinked, or linked only by the instance window (link rule 4)
     orphan = (pl.col("request_id").is_null() & pl.col("rpc_kind").is_null()
               & pl.col("instance_uuid").is_not_null())
-    orphans = linked.filter(orphan)  # the candidates, filtered once (few of all records)
+    # the candidates, filtered once (few of all records); ``message`` may come categorical
+    # (the bounded trace stage's global pass: only these records' messages are kept)
+    orphans = linked.filter(orphan).with_columns(pl.col("message").cast(pl.String))
     if not orphans.height:
         return linked
     api = pl.col("http_status").is_not_null()
