@@ -78,11 +78,12 @@ THREADS_ENV = "STACKLENS_TRACE_THREADS"
 #: Budget of the trace stage's per-bucket working set, MiB.
 DEFAULT_MEM_MIB = 2048
 #: Bytes of budget per record. The whole-frame stage peaks at ~2 KB per record (6.8 GB over
-#: the 3.5 M records of the 10 M-line bench corpus); the bounded stage also keeps ~1.2 GB that
-#: does not shrink with more buckets (pass 1's residue, the buckets' outputs), so a bucket gets
-#: less than the whole budget: with 4,500 B the 10 M-line corpus runs in 8 buckets and peaks at
-#: ~1.96 GB (4 buckets: ~2.3 GB). Measured on that one corpus, before the buckets' outputs went to
-#: files (session 12: ~1.1 GiB for the whole analyze there); other logs may differ.
+#: the 3.5 M records of the 10 M-line bench corpus); the bounded stage also keeps memory that
+#: does not shrink with more buckets (pass 1's residue), so a bucket gets less than the whole
+#: budget. Set when the buckets' outputs stayed in memory (8 buckets, ~1.96 GB, on that corpus);
+#: since they go to files, ``stacklens trace`` of that corpus on 2 cores (15 buckets, two at a
+#: time) peaks at 0.97-0.99 GB, and with 8 / 6 / 5 buckets at 1.07-1.15 / 1.19-1.24 / 1.39 GB
+#: in no less time (2026-11-27): the margin is kept for logs with longer messages.
 BYTES_PER_EVENT = 4500
 #: Name prefix of the temporary bucket folders beside the events file (a run killed during
 #: the trace stage leaves one; the next trace of that run folder removes it).
