@@ -102,10 +102,10 @@ _LINKED = ("request_id", "global_request_id", "instance_uuid", "http_method", "h
 #: Of those, the identifiers linking only compares (equality, joins, first non-null): held as
 #: categoricals in pass 1, each distinct id stored once instead of once per record.
 _IDS = ("request_id", "global_request_id", "instance_uuid", "rpc_id")
-#: Columns of few distinct values that linking only compares: categorical in pass 1 (4 bytes
-#: a record where a string is 16).
+#: Of :data:`_LINKED`, the columns of few distinct values that linking only compares:
+#: categorical in pass 1 too (4 bytes a record where a string's view is 16, null or not).
 _FEW = ("http_method", "rpc_kind")
-#: Of those, the columns no clock rule reads.
+#: Of :data:`_LINKED`, the columns no clock rule reads.
 _LINK_ONLY = ("instance_uuid", "http_method", "http_path")
 #: Columns no rule of :func:`~stacklens.trace.trace_tables` reads (``global_request_id``
 #: only linking reads, in pass 1): left out of the buckets (less to split, write, read and
