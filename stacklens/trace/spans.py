@@ -168,8 +168,9 @@ def _assign(
 
 def _episodes(ev: pl.DataFrame) -> pl.DataFrame:
     """``ev`` (real records of traces) plus ``span_id`` (:func:`_span_id`: the process's
-    episode number, in start order); rules in the module docstring. Rows stay in ``ev``'s order: the episodes are found on a
-    narrow frame (the keys, times and flags), so the wide records are never sorted here.
+    episode number, in start order); rules in the module docstring. Rows stay in ``ev``'s
+    order: the episodes are found on a narrow frame (the keys, times and flags), so the wide
+    records are never sorted here.
 
     Each process of a trace (``_PROC``) is one integer ``_p`` for the sorts, windows and
     joins (string keys cost ~40 % of the time). Its numbering is arbitrary: an episode is
