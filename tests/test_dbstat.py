@@ -98,13 +98,23 @@ def _deadlock(t: DbTarget) -> int:
                 errors.append(e.args[0])
                 cur.execute("ROLLBACK")
 
-    go, ra, rb = threading.Event(), threading.Event(), threading.Event()
-    ta = threading.Thread(target=run, args=(a, 1, 2, go, ra))
-    tb = threading.Thread(target=run, args=(b, 2, 1, go, rb))
+    go_a, go_b, ra, rb = (threading.Event() for _ in range(4))
+    ta = threading.Thread(target=run, args=(a, 1, 2, go_a, ra))
+    tb = threading.Thread(target=run, args=(b, 2, 1, go_b, rb))
     ta.start()
     tb.start()
     assert ra.wait(30) and rb.wait(30)
-    go.set()
+    # A asks first and is seen waiting before B closes the cycle: released together, InnoDB
+    # may find the deadlock before either suspends, and no row-lock wait is counted
+    go_a.set()
+    with _conn(t) as w, w.cursor() as cur:
+        for _ in range(200):  # at most ~10 s
+            cur.execute("SELECT COUNT(*) FROM information_schema.INNODB_TRX"
+                        " WHERE trx_state = 'LOCK WAIT'")
+            if cur.fetchone()[0]:
+                break
+            time.sleep(0.05)
+    go_b.set()
     ta.join(60)
     tb.join(60)
     a.close()
