@@ -226,9 +226,54 @@ fn parse_replacement(rep: &str) -> Option<Vec<Piece>> {
     Some(out)
 }
 
+/// `pat`'s top-level alternatives as one multi-pattern regex (leftmost-first, patterns in
+/// order: the same matches as the alternation, each tagged with its alternative) and each
+/// alone with the number of `pat`'s capture groups before it. Errors unless `pat` is an
+/// alternation without a bare flag group at its top level and the groups add up to `full`'s.
+fn split_rules(pat: &str, full: &meta::Regex) -> Result<(meta::Regex, Vec<(meta::Regex, usize)>), String> {
+    use regex_syntax::ast::{parse::Parser, print::Printer, Ast};
+    let ast = Parser::new().parse(pat).map_err(|e| e.to_string())?;
+    let Ast::Alternation(alt) = &ast else {
+        return Err("the secret pattern is not an alternation".into());
+    };
+    let mut pats = Vec::with_capacity(alt.asts.len());
+    for a in &alt.asts {
+        let bare_flags = match a {
+            Ast::Flags(_) => true,
+            Ast::Concat(c) => c.asts.iter().any(|x| matches!(x, Ast::Flags(_))),
+            _ => false,
+        };
+        if bare_flags {
+            return Err("a rule of the secret pattern sets flags for what follows".into());
+        }
+        let mut p = String::new();
+        Printer::new().print(a, &mut p).map_err(|e| e.to_string())?;
+        pats.push(p);
+    }
+    let groups = |r: &meta::Regex| r.group_info().group_len(regex_automata::PatternID::ZERO) - 1;
+    let mut alone = Vec::with_capacity(pats.len());
+    let mut before = 0;
+    for p in &pats {
+        let r = meta::Regex::new(p).map_err(|e| e.to_string())?;
+        let n = groups(&r);
+        alone.push((r, before));
+        before += n;
+    }
+    if before != groups(full) {
+        return Err("the rules' capture groups do not add up to the secret pattern's".into());
+    }
+    let rules = meta::Regex::new_many(&pats).map_err(|e| e.to_string())?;
+    Ok((rules, alone))
+}
+
 /// The windowed form of `SECRET.replace_all` (built once per pattern set).
 pub struct Windowed {
     meta: meta::Regex,
+    /// the top-level alternatives of `SECRET` (its rules) as the patterns of one regex, in
+    /// order: the pattern that matches at a candidate is the alternative `meta` takes there
+    rules: meta::Regex,
+    /// each alternative alone, and how many capture groups of `SECRET` come before its own
+    alone: Vec<(meta::Regex, usize)>,
     /// `CHEAP`, for anchored checks at the `scan` hits
     cheap: meta::Regex,
     /// `SCAN`, case-sensitive (run on lower-cased text: a SIMD prefilter applies)
@@ -275,6 +320,7 @@ impl Windowed {
             .build(&pats)
             .map_err(|e| e.to_string())?;
         let meta = meta::Regex::new(SECRET).map_err(|e| e.to_string())?;
+        let (rules, alone) = split_rules(SECRET, &meta)?;
         let cheap = meta::Regex::new(CHEAP).map_err(|e| e.to_string())?;
         let scan = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostFirst)
@@ -284,6 +330,8 @@ impl Windowed {
         let longest = pats.iter().map(String::len).max().unwrap_or(0);
         Ok(Windowed {
             meta,
+            rules,
+            alone,
             cheap,
             scan,
             lits,
@@ -397,36 +445,75 @@ impl Windowed {
         cands.dedup();
         let tpl = self.template.get_or_init(|| (rep.to_string(), parse_replacement(rep)));
         let pieces = if tpl.0 == rep { tpl.1.as_deref() } else { None };
-        let mut caps = self.meta.create_captures();
-        let mut out = String::new();
+        // the text, less its secrets, plus `***`s: grown once at most
+        let mut out = String::with_capacity(s.len() + 64);
         let mut last = 0;
         let mut any = false;
+        let Some(pieces) = pieces else {
+            // a replacement with other `$` forms: the regex crate interpolates it
+            let mut caps = self.meta.create_captures();
+            for c in cands {
+                if c < last {
+                    continue;
+                }
+                self.meta
+                    .search_captures(&Input::new(s).range(c..).anchored(Anchored::Yes), &mut caps);
+                if let Some(m) = caps.get_match() {
+                    out.push_str(&s[last..m.start()]);
+                    caps.interpolate_string_into(s, rep, &mut out);
+                    last = m.end();
+                    any = true;
+                }
+            }
+            return if any {
+                out.push_str(&s[last..]);
+                Cow::Owned(out)
+            } else {
+                Cow::Borrowed(s)
+            };
+        };
+        // Which rule matches at a candidate, and where the match ends, comes from the lazy DFA
+        // of `rules`; the groups from that rule's regex alone on the match's span. The capture
+        // engines' cost grows with pattern size x span (a PKI token is kilobytes), and one rule
+        // is a fraction of the 3 kB pattern. Same groups: `meta`'s match at `c` goes through
+        // that rule (leftmost-first: the first alternative that matches), within it the same
+        // paths are preferred in the same order, a path ending at the match's end is still
+        // the first one when the span stops there, and look-around sees the whole text.
+        let mut caps: Vec<Option<regex_automata::util::captures::Captures>> =
+            (0..self.alone.len()).map(|_| None).collect();
         for c in cands {
             if c < last {
                 continue;
             }
-            self.meta
-                .search_captures(&Input::new(s).range(c..).anchored(Anchored::Yes), &mut caps);
-            if let Some(m) = caps.get_match() {
-                out.push_str(&s[last..m.start()]);
-                match pieces {
-                    Some(pieces) => {
-                        for p in pieces {
-                            match p {
-                                Piece::Lit(t) => out.push_str(t),
-                                Piece::Group(g) => {
-                                    if let Some(sp) = caps.get_group(*g) {
-                                        out.push_str(&s[sp.range()]);
-                                    }
-                                }
-                            }
+            let Some(half) = self
+                .rules
+                .search_half(&Input::new(s).range(c..).anchored(Anchored::Yes))
+            else {
+                continue;
+            };
+            let k = half.pattern().as_usize();
+            let (re, before) = &self.alone[k];
+            let cap = caps[k].get_or_insert_with(|| re.create_captures());
+            re.search_captures(&Input::new(s).range(c..half.offset()).anchored(Anchored::Yes), cap);
+            let Some(m) = cap.get_match() else {
+                // cannot happen (the rule on its own match); a secret is never left in
+                return secret.replace_all(s, rep);
+            };
+            out.push_str(&s[last..m.start()]);
+            for p in pieces {
+                match p {
+                    Piece::Lit(t) => out.push_str(t),
+                    Piece::Group(0) => out.push_str(&s[m.range()]),
+                    Piece::Group(g) => {
+                        let own = g.checked_sub(*before).filter(|&x| x >= 1);
+                        if let Some(sp) = own.and_then(|x| cap.get_group(x)) {
+                            out.push_str(&s[sp.range()]);
                         }
                     }
-                    None => caps.interpolate_string_into(s, rep, &mut out),
                 }
-                last = m.end();
-                any = true;
             }
+            last = m.end();
+            any = true;
         }
         if !any {
             Cow::Borrowed(s)

@@ -251,3 +251,23 @@ fn windowed_redaction_matches_replace_all() {
         assert!(check(&w, &re, &cheap, m), "{m:?}");
     }
 }
+
+#[test]
+fn the_secret_pattern_splits_into_its_rules() {
+    let full = meta::Regex::new(SECRET).unwrap();
+    let (rules, alone) = split_rules(SECRET, &full).unwrap();
+    assert!(alone.len() >= 14, "{}", alone.len());
+    assert_eq!(rules.pattern_len(), alone.len());
+    // every rule's groups come after the previous rule's
+    assert!(alone.windows(2).all(|w| w[0].1 < w[1].1));
+    // a long keyed secret (a PKI token in an RPC context dump) is found by the keyed rule
+    let token = format!("MII{}", "AbCd+/09".repeat(400));
+    let m = format!("unpacked context: {{u'auth_token': u'{token}', u'user': u'x'}}");
+    let (re, cheap) = (Regex::new(SECRET).unwrap(), Regex::new(CHEAP).unwrap());
+    assert!(check(&Windowed::new().unwrap(), &re, &cheap, &m));
+    assert!(!Windowed::new().unwrap().redact(&cheap, &re, REP, &m).contains("AbCd"));
+    for bad in ["abc", "(?i)a|b", "a|(?i)b"] {
+        let r = meta::Regex::new(bad).unwrap();
+        assert!(split_rules(bad, &r).is_err(), "{bad}");
+    }
+}
