@@ -63,10 +63,11 @@ TIMEZONE_ASSUMPTION = (
 
 def batch_bytes_setting() -> int:
     """Bytes of log text per tokenized batch: ``STACKLENS_INGEST_BATCH_MIB`` (MiB, an integer
-    >= 1; default 64). Peak memory of a streaming ingest is about ``(workers + 2)`` batches
-    (read, tokenized and being written) times ~3 (text, Arrow columns, Parquet pages) plus the
-    largest file read whole (files are not split), whatever the input size: measured peak RSS of
-    ``stacklens ingest`` on 2 cores ~1.0 GiB at 1, 5 and 10 M lines with the default.
+    >= 1; default 64). Peak memory of a streaming ingest is about ``(workers + 3)`` batches
+    (read, tokenized, waiting for the sink's thread and being written) times ~3 (text, Arrow
+    columns, Parquet pages) plus the largest file read whole (files are not split), whatever the
+    input size: measured peak RSS of ``stacklens ingest`` on 2 cores ~1.0 GiB at 1, 5 and 10 M
+    lines with the default (1.15-1.26 GiB at 10 M since the sink has its own thread).
     Raises :class:`~stacklens.errors.UserError` for a value that is not a positive integer."""
     return positive_int("STACKLENS_INGEST_BATCH_MIB", _BATCH_MIB, unit="MiB") << 20
 
