@@ -197,12 +197,20 @@ def marker_hits(tev: pl.DataFrame) -> pl.DataFrame:
     cols = ["trace_id", "ts_ns", "eid", "host", "service", "span_id", "instance_uuid", "logger",
             "message", "file", "line_no"]
     any_rx = "|".join(f"(?:{m.regex})" for m in MARKERS)
-    body = message_body()
+    msg = pl.col("message")
+    # the tags are stripped only from messages that start with one (``[``: well under 1 % of
+    # records); a replace over every message copied all their text. Same rows, same order.
+    tagged = msg.str.starts_with("[").fill_null(False)
+    base = tev.lazy().filter(~pl.col("synthetic")).select(cols).with_row_index("_r")
     cand = (
-        tev.filter(~pl.col("synthetic"))
-        .select(cols)
-        .with_columns(_body=body)
-        .filter(pl.col("_body").str.contains(any_rx))
+        pl.concat([
+            base.filter(~tagged & msg.str.contains(any_rx)).with_columns(_body=msg),
+            base.filter(tagged).with_columns(_body=message_body())
+            .filter(pl.col("_body").str.contains(any_rx)),
+        ])
+        .sort("_r")
+        .drop("_r")
+        .collect()
     )
     frames = [
         cand.filter(
