@@ -493,12 +493,15 @@ def adopt_orphan_markers(linked: pl.DataFrame) -> pl.DataFrame:
         .filter(pl.col("_m").is_not_null() & pl.col("instance_uuid").is_not_null())
         .with_columns(_op=_operation(pl.col("_m"), normalize_path(pl.col("_p"))))
     )
-    body = message_body()
+    # the tags stripped once, and only the orphans some marker matches kept (not per marker)
+    markers = [m for m in MARKERS if m.meaning in ("done", "work", "failed", "spawn_failed")]
+    any_rx = "|".join(f"(?:{m.regex})" for m in markers)
+    orphans = (orphans.select("eid", "instance_uuid", "ts_ns", _body=message_body())
+               .filter(pl.col("_body").str.contains(any_rx)))
     found = []
-    for m in MARKERS:
-        if m.meaning not in ("done", "work", "failed", "spawn_failed"):
-            continue
-        cand = orphans.filter(body.str.contains(m.regex)).select("eid", "instance_uuid", "ts_ns")
+    for m in markers:
+        cand = (orphans.filter(pl.col("_body").str.contains(m.regex))
+                .select("eid", "instance_uuid", "ts_ns"))
         tr = ops.filter(pl.col("_op").is_in(list(m.ops))).select("trace_id", "instance_uuid", "_t0")
         if cand.height and tr.height:
             found.append(
