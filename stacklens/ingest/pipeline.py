@@ -287,8 +287,8 @@ def ingest(
     ``sink``: streaming ingest; the events go to ``sink`` batch by batch in file order (the same
     rows, in the same order, as ``events`` without a sink), called on a thread of its own (one
     batch waits at most), and ``events`` comes back empty (:attr:`IngestResult.records` counts
-    them); an exception of ``sink`` ends the ingest and is raised here. Memory then stays bounded by a few batches of
-    ``batch_bytes`` per worker, whatever the input size.
+    them); an exception of ``sink`` ends the ingest and is raised here. Memory then stays
+    bounded by a few batches of ``batch_bytes`` per worker, whatever the input size.
     """
     if sink is not None:
         return ingest_files(
