@@ -268,9 +268,8 @@ fn split_rules(pat: &str, full: &meta::Regex) -> Result<(meta::Regex, Vec<(meta:
 
 /// The windowed form of `SECRET.replace_all` (built once per pattern set).
 pub struct Windowed {
-    meta: meta::Regex,
     /// the top-level alternatives of `SECRET` (its rules) as the patterns of one regex, in
-    /// order: the pattern that matches at a candidate is the alternative `meta` takes there
+    /// order: the pattern that matches at a candidate is the alternative `SECRET` takes there
     rules: meta::Regex,
     /// each alternative alone, and how many capture groups of `SECRET` come before its own
     alone: Vec<(meta::Regex, usize)>,
@@ -319,8 +318,8 @@ impl Windowed {
             .match_kind(MatchKind::Standard)
             .build(&pats)
             .map_err(|e| e.to_string())?;
-        let meta = meta::Regex::new(SECRET).map_err(|e| e.to_string())?;
-        let (rules, alone) = split_rules(SECRET, &meta)?;
+        let whole = meta::Regex::new(SECRET).map_err(|e| e.to_string())?;
+        let (rules, alone) = split_rules(SECRET, &whole)?;
         let cheap = meta::Regex::new(CHEAP).map_err(|e| e.to_string())?;
         let scan = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostFirst)
@@ -329,7 +328,6 @@ impl Windowed {
         let before = keys.iter().map(String::len).max().unwrap_or(0).max("proxy-".len());
         let longest = pats.iter().map(String::len).max().unwrap_or(0);
         Ok(Windowed {
-            meta,
             rules,
             alone,
             cheap,
@@ -445,37 +443,18 @@ impl Windowed {
         cands.dedup();
         let tpl = self.template.get_or_init(|| (rep.to_string(), parse_replacement(rep)));
         let pieces = if tpl.0 == rep { tpl.1.as_deref() } else { None };
+        let Some(pieces) = pieces else {
+            // a replacement with other `$` forms (never the tokenizer's): the regex crate
+            return secret.replace_all(s, rep);
+        };
         // the text, less its secrets, plus `***`s: grown once at most
         let mut out = String::with_capacity(s.len() + 64);
         let mut last = 0;
         let mut any = false;
-        let Some(pieces) = pieces else {
-            // a replacement with other `$` forms: the regex crate interpolates it
-            let mut caps = self.meta.create_captures();
-            for c in cands {
-                if c < last {
-                    continue;
-                }
-                self.meta
-                    .search_captures(&Input::new(s).range(c..).anchored(Anchored::Yes), &mut caps);
-                if let Some(m) = caps.get_match() {
-                    out.push_str(&s[last..m.start()]);
-                    caps.interpolate_string_into(s, rep, &mut out);
-                    last = m.end();
-                    any = true;
-                }
-            }
-            return if any {
-                out.push_str(&s[last..]);
-                Cow::Owned(out)
-            } else {
-                Cow::Borrowed(s)
-            };
-        };
         // Which rule matches at a candidate, and where the match ends, comes from the lazy DFA
         // of `rules`; the groups from that rule's regex alone on the match's span. The capture
         // engines' cost grows with pattern size x span (a PKI token is kilobytes), and one rule
-        // is a fraction of the 3 kB pattern. Same groups: `meta`'s match at `c` goes through
+        // is a fraction of the 3 kB pattern. Same groups: `SECRET`'s match at `c` goes through
         // that rule (leftmost-first: the first alternative that matches), within it the same
         // paths are preferred in the same order, a path ending at the match's end is still
         // the first one when the span stops there, and look-around sees the whole text.
