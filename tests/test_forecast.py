@@ -134,3 +134,29 @@ def test_attribution_scales_components_and_keeps_sums(sim_run: Path):
     assert all(0.2 <= f <= 5.0 for f in cal.attribution.values())
     shipped = load_model(shipped_model())
     assert shipped.attribution  # fitted on the lab runs the model was calibrated on
+
+
+def test_work_index_and_per_stage_overrides(sim_run: Path):
+    from stacklens.forecast.calibrate import Calibration
+    from stacklens.forecast.model import simulate
+    from stacklens.forecast.run import knobs_for
+    from stacklens.forecast.samples import run_samples
+
+    store = RunStore(sim_run)
+    pipe = run_samples(store, "pipeline")["samples"]
+    work = run_samples(store, "work")["samples"]
+    # work = pipeline + the builds in their build phase (not waiting for the lock): never less
+    for stage in ("conductor_call", "to_compute", "api"):
+        assert len(work[stage]) == len(pipe[stage])
+        assert all(w[0] >= p[0] for w, p in zip(sorted(work[stage], key=lambda x: x[2]),
+                                                sorted(pipe[stage], key=lambda x: x[2]),
+                                                strict=True))
+    assert sum(w[0] for w in work["build"]) > sum(p[0] for p in pipe["build"])
+    cal = calibrate([sim_run], stage_load={"conductor_call": "work"})
+    assert cal.load == "pipeline" and cal.stage_load == {"conductor_call": "work"}
+    back = Calibration.from_json(json.loads(json.dumps(cal.to_json())))
+    assert back.stage_load == {"conductor_call": "work"}
+    plain = Calibration.from_json(calibrate([sim_run]).to_json())
+    assert back.stages["api"] == plain.stages["api"]  # the other stages: pipeline
+    res = simulate(back, knobs_for(back, computes=4, servers=24, concurrency=12))
+    assert len(res.boots) == 24 and all(b.outcome == "success" for b in res.boots)

@@ -12,7 +12,14 @@ import pytest
 import simpy
 
 from stacklens.forecast.calibrate import Calibration
-from stacklens.forecast.cpu import CpuModel, PsCpu, fit_demands, run_cpu_seconds
+from stacklens.forecast.cpu import (
+    UNSEEN_GROUP,
+    CpuModel,
+    PsCpu,
+    fit_demands,
+    host_cpu_seconds,
+    run_cpu_seconds,
+)
 from stacklens.forecast.model import simulate, summary
 from stacklens.forecast.run import knobs_for, resolve_model
 
@@ -74,6 +81,43 @@ def test_cpu_seconds_of_resource_samples_are_clipped_to_the_window():
     got = run_cpu_seconds(df, 1 * s, 3 * s)
     assert got["nova-api"] == pytest.approx(0.5 * 1 + 1.0 * 1)
     assert got["mariadb"] == pytest.approx(0.25 * 2)
+
+
+def test_host_cpu_seconds_are_the_machine_rows_clipped_to_the_window():
+    s = 1_000_000_000
+    df = pl.DataFrame({"ts_ns": [0, 2 * s, 4 * s, 0, 4 * s], "host": ["c"] * 5,
+                       "service": ["cpu:host"] * 3 + ["nova-api"] * 2,
+                       "pid": [None, None, None, 7, 7],
+                       "cpu_pct": [None, 150.0, 200.0, None, 100.0]},
+                      schema_overrides={"pid": pl.Int32})
+    assert host_cpu_seconds(df, 1 * s, 3 * s) == pytest.approx(1.5 * 1 + 2.0 * 1)
+    assert "cpu:host" not in run_cpu_seconds(df, 1 * s, 3 * s)  # a process's rows only
+    assert host_cpu_seconds(df.filter(pl.col("pid").is_not_null()), 0, 4 * s) is None
+
+
+def test_unseen_cpu_runs_in_one_process_of_its_own():
+    # two 1 s unseen jobs and two 1 s jobs of their own on 2 cores: the unseen group is one
+    # process (the two share a core at 1/2 each), so the others run at full speed
+    env = simpy.Environment()
+    cpu = PsCpu(env, 2)
+    ends: dict[str, float] = {}
+
+    def job(name: str, group: object, cap: float):
+        yield cpu.run(1.0, group, cap)
+        ends[name] = env.now
+
+    for name, group, cap in (("u1", UNSEEN_GROUP, 1.0), ("u2", UNSEEN_GROUP, 1.0),
+                             ("a", None, float("inf")), ("b", None, float("inf"))):
+        env.process(job(name, group, cap))
+    env.run()
+    # 3 runnable processes on 2 cores: 2/3 each; the unseen jobs get 1/3 each; a and b end at
+    # 1.5 s with u1, u2 half done; then the unseen process has a core: 1 s more for 2 x 0.5
+    assert ends["a"] == ends["b"] == pytest.approx(1.5)
+    assert ends["u1"] == ends["u2"] == pytest.approx(2.5)
+    doc = CpuModel(cores=2.0, demand_s={"api": 0.1}, unseen_s=1.25).to_json()
+    assert CpuModel.from_json(doc).unseen_s == 1.25
+    old = {k: v for k, v in doc.items() if k != "unseen_s"}  # a model from before it
+    assert CpuModel.from_json(old).unseen_s == 0.0
 
 
 @pytest.fixture(scope="module")

@@ -51,7 +51,8 @@ def _commit() -> str | None:
 
 
 def _calibrate(runs: list[str], out: Path | None, provenance: list[str], load: str,
-               cores: float | None, demand: str = "regression") -> None:
+               cores: float | None, demand: str = "regression",
+               stage_load: dict[str, str] | None = None) -> None:
     if out is None:
         raise UserError("forecast calibrate: -o model.json is required")
     prov: dict[str, object] = {"stacklens_commit": _commit()}
@@ -60,7 +61,8 @@ def _calibrate(runs: list[str], out: Path | None, provenance: list[str], load: s
             raise UserError(f"--provenance {item}: expected key=value")
         k, v = item.split("=", 1)
         prov[k.strip()] = v.strip()
-    cal = calibrate(runs, provenance=prov, load=load, cores=cores, demand=demand)
+    cal = calibrate(runs, provenance=prov, load=load, cores=cores, demand=demand,
+                    stage_load=stage_load)
     cal = fit_attribution(fit_stretch(cal, runs), runs)
     out.write_text(json.dumps(cal.to_json(), indent=1) + "\n", encoding="utf-8")
     m = cal.measured["runs"]
@@ -118,9 +120,13 @@ def forecast(
     provenance: list[str] = typer.Option([], "--provenance", help="calibrate: key=value "
                                          "recorded in the model (lab, release, date...)."),
     load: str = typer.Option("pipeline", "--load", help="calibrate: load index of the bins: "
-                             "pipeline (creates between the API and a compute), client "
+                             "pipeline (creates between the API and a compute), work "
+                             "(pipeline and the builds in their build phase), client "
                              "(slots in use), active (slots minus boots queued at a compute) "
                              "or server (creates in flight)."),
+    stage_load: list[str] = typer.Option([], "--stage-load", help="calibrate: STAGE=INDEX, "
+                                         "that stage's load index instead of --load "
+                                         "(repeatable; e.g. conductor_call=work)."),
     cores: float | None = typer.Option(None, "--cores", min=0.1, help="calibrate: CPU cores "
                                        "of the host that ran the services: adds its shared "
                                        "CPU to the model (runs with resource samples)."),
@@ -135,9 +141,14 @@ def forecast(
     args = list(args or [])
     verb = args[0] if args else None
     if verb == "calibrate":
-        if load not in ("client", "active", "server", "pipeline"):
-            raise UserError("--load must be pipeline, client, active or server")
-        _calibrate(args[1:] or [], out, provenance, load, cores, demand)
+        if load not in ("client", "active", "server", "pipeline", "work"):
+            raise UserError("--load must be pipeline, work, client, active or server")
+        per = dict(x.split("=", 1) for x in stage_load if "=" in x)
+        bad = [x for x in stage_load if "=" not in x] + [
+            v for v in per.values() if v not in ("client", "active", "server", "pipeline", "work")]
+        if bad:
+            raise UserError(f"--stage-load {bad[0]}: expected STAGE=INDEX with a --load index")
+        _calibrate(args[1:] or [], out, provenance, load, cores, demand, per)
         return
     if verb == "validate":
         if len(args) < 3:

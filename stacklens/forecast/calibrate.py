@@ -60,7 +60,13 @@ constant in a calibration run and cannot show how a stage slows with load; on th
 (a slot is held from the create's submit until the server is gone: the ``requests`` table
 that ``stacklens run`` writes). ``server``: the ``server.create`` traces in flight (the fallback of ``client``
 for runs without client records). ``active``: ``client`` minus the boots queued at a compute
-(build semaphore, ``compute_resources`` lock waits).
+(build semaphore, ``compute_resources`` lock waits). ``work``: ``pipeline`` plus the builds in
+their build phase that are not waiting for the ``compute_resources`` lock (they call the
+conductor and placement). On the lab runs of 2026-11-27 (five at K=4, C=20, five at 2K, 2C)
+the conductor's stages collapse onto one curve of ``work`` at both sizes (its post-scheduling
+work 1.2 / 0.7 s and 1.3 / 2.1 s in the same ``work`` bins at K and 2K, against 3.2 / 4.5 s
+and 2.4 / 6.0 s in the same ``pipeline`` bins), which ``pipeline`` does not: ``stage_load``
+(``--stage-load STAGE=INDEX``) draws chosen stages at another index than the model's.
 
 CPU (``cpu``, :mod:`stacklens.forecast.cpu`), opt-in with ``cores`` (``--cores``): when every
 run has ``resource_samples`` (psutil per service process, ``stacklens run --capture``), each
@@ -74,6 +80,7 @@ before (stage times drawn at the current load, extrapolated by the fitted line) 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import statistics
@@ -138,6 +145,7 @@ class Calibration:
     locks_per_delete: int = 1
     periodic_interval_s: float = 0.0
     load: str = "pipeline"  # load index of the bins (module docstring)
+    stage_load: dict[str, str] = field(default_factory=dict)  # per-stage index overrides
     attribution: dict[str, float] = field(default_factory=dict)  # see forecast.attribution
     knobs: dict[str, Any] = field(default_factory=dict)
     measured: dict[str, Any] = field(default_factory=dict)
@@ -156,6 +164,7 @@ class Calibration:
                 "locks_per_build": self.locks_per_build,
                 "locks_per_delete": self.locks_per_delete,
                 "periodic_interval_s": round(self.periodic_interval_s, 3), "load": self.load,
+                **({"stage_load": dict(self.stage_load)} if self.stage_load else {}),
                 "rpc_poll_s": self.rpc_poll_s,
                 "calls_per_claim_hold": self.calls_per_claim_hold,
                 "calls_per_delete_hold": self.calls_per_delete_hold,
@@ -182,6 +191,8 @@ class Calibration:
                                locks_per_delete=int(d["locks_per_delete"]),
                                periodic_interval_s=float(d.get("periodic_interval_s") or 0.0),
                                load=str(d.get("load", "server")),
+                               stage_load={str(k): str(v) for k, v in
+                                           (d.get("stage_load") or {}).items()},
                                rpc_poll_s=float(d.get("rpc_poll_s") or 0.0),
                                calls_per_claim_hold=int(d.get("calls_per_claim_hold") or 0),
                                calls_per_delete_hold=int(d.get("calls_per_delete_hold") or 0),
@@ -260,9 +271,26 @@ def _fit_cpu(demand: str, rows: RegressionRows, cpu_s: dict[str, float],
                 f"utilisation law (stacklens.forecast.cpu){why}")
 
 
+def _unseen(cm: CpuModel, host_cpu_s: float | None, cpu_s: dict[str, float],
+            measured: list[dict[str, Any]]) -> tuple[CpuModel, str]:
+    """``cm`` with :attr:`~stacklens.forecast.cpu.CpuModel.unseen_s` (the host's busy CPU-s
+    less the measured services', per boot) and the provenance line that says what it is."""
+    boots = sum(m["creates"] for m in measured)
+    if host_cpu_s is None or boots == 0:
+        return cm, ("unseen CPU not modelled: a run has no whole-machine CPU rows (cpu:host); "
+                    "the load driver's and the kernel's CPU is missing from the model")
+    seen = sum(cpu_s.values())
+    unseen = max(0.0, host_cpu_s - seen) / boots
+    return dataclasses.replace(cm, unseen_s=unseen), (
+        f"unseen CPU {unseen:.3f} CPU-s per boot: the host was busy {host_cpu_s:.1f} CPU-s, "
+        f"the measured services {seen:.1f} (the load driver, the recorders, the kernel: one "
+        "process's job per boot, stacklens.forecast.cpu.CpuModel.unseen_s)")
+
+
 def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = None,
               knobs: dict[str, Any] | None = None, load: str = "pipeline",
-              cores: float | None = None, demand: str = "regression") -> Calibration:
+              cores: float | None = None, demand: str = "regression",
+              stage_load: dict[str, str] | None = None) -> Calibration:
     """Fit a :class:`Calibration` to traced run folders (each must hold ``traces``, ``spans``,
     ``phases``, ``breakdown``, ``events``). Knobs default to what the runs' manifests say
     (computes, concurrency, servers). With ``cores`` (of the machine that ran the services)
@@ -271,7 +299,8 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
     ``provenance["cpu"]`` says why. Raises :class:`~stacklens.errors.UserError` when a folder
     is not a traced run or has no successful boots. ``demand``: ``regression`` (falls back to
     the utilisation law, and says so in the provenance, when the runs have too few sample
-    intervals) or ``utilisation``."""
+    intervals) or ``utilisation``. ``stage_load``: per stage, a load index other than
+    ``load`` (module docstring)."""
     if demand not in ("regression", "utilisation"):
         raise UserError(f"demand must be regression or utilisation, not {demand!r}")
     if not runs:
@@ -288,6 +317,7 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
     kn: dict[str, Any] = {}
     cpu_s: dict[str, float] | None = {}
     cpu_window_s = 0.0
+    host_cpu: float | None = 0.0  # the whole machine's busy CPU-s, None if a run lacks it
     pcalls: dict[str, int] = {}
     no_cpu: list[str] = []
     polls: list[tuple[float, float, int]] = []
@@ -297,8 +327,11 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         if not store.has("traces"):
             raise UserError(f"{r}: not a traced run folder (no traces table)")
         got = run_samples(store, load)
+        other = {idx: run_samples(store, idx)["samples"]
+                 for idx in sorted(set((stage_load or {}).values()) - {load})}
         for k, v in got["samples"].items():
-            samples[k].extend(v)
+            idx = (stage_load or {}).get(k, load)
+            samples[k].extend(v if idx == load else other[idx][k])
         n_calls += got["n_calls"]
         shares += got["placement_share"]
         nlb += got["n_locks_build"]
@@ -313,6 +346,8 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
             for k, v in got["cpu_s"].items():
                 cpu_s[k] = cpu_s.get(k, 0.0) + v
             cpu_window_s += got["cpu_window_s"]
+            host_cpu = (None if host_cpu is None or got["host_cpu_s"] is None
+                        else host_cpu + got["host_cpu_s"])
             for k, n in got["placement_calls"].items():
                 pcalls[k] = pcalls.get(k, 0) + n
             for k, n in got["processes"].items():  # the most any run showed
@@ -351,6 +386,7 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
     else:
         cpu, prov["cpu"] = _fit_cpu(demand, rows, cpu_s, samples, measured, float(cores),
                                     cpu_window_s, pcalls, procs)
+        cpu, prov["cpu_unseen"] = _unseen(cpu, host_cpu, cpu_s, measured)
     return Calibration(
         stages=stages,
         conductor_calls=int(statistics.median(n_calls)) if n_calls else 0,
@@ -360,7 +396,7 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         periodic_interval_s=(statistics.median(gaps) if gaps else DEFAULT_PERIODIC_S)
         if samples["periodic_held"] else 0.0,
         knobs={**kn, **(knobs or {})}, measured={"runs": measured}, provenance=prov,
-        load=load, cpu=cpu, rpc_poll_s=poll,
+        load=load, stage_load=dict(stage_load or {}), cpu=cpu, rpc_poll_s=poll,
         calls_per_claim_hold=int(statistics.median(hold_calls["claim"]))
         if hold_calls["claim"] else 0,
         calls_per_delete_hold=int(statistics.median(hold_calls["delete"]))

@@ -89,6 +89,8 @@ class Cloud:
         self.client_in_flight = 0  # client slots held
         self.load_index = cal.load
         self.waiting = 0  # boots queued for a build slot or a compute_resources lock
+        self.building = 0  # boots in their build phase (a build slot taken, not yet done) and
+        #                    not waiting for the compute_resources lock: the ``work`` index
         self.sched_rr = 0
         self.open_work = k.servers  # boots and delete cleanups not ended (periodic stops at 0)
         self.all_ended = env.event()
@@ -115,17 +117,21 @@ class Cloud:
                           "nova-scheduler": k.scheduler_workers})
 
     # -- helpers ----------------------------------------------------------------------------
-    def _load(self) -> float:
-        if self.load_index == "client":
+    def _load(self, stage: str) -> float:
+        """The current value of ``stage``'s load index (the model's, or its override)."""
+        index = self.cal.stage_load.get(stage, self.load_index)
+        if index == "client":
             return self.client_in_flight
-        if self.load_index == "pipeline":
+        if index == "pipeline":
             return self.pipeline
-        if self.load_index == "active":
+        if index == "work":
+            return self.pipeline + self.building
+        if index == "active":
             return max(0, self.client_in_flight - self.waiting)
         return self.in_flight
 
     def draw(self, stage: str) -> float:
-        return self.st[stage].sample(self.rng.random(), self._load(), self.k.max_slowdown)
+        return self.st[stage].sample(self.rng.random(), self._load(stage), self.k.max_slowdown)
 
     def plan(self, stage: str) -> tuple[float, float, int]:
         """(CPU demand s, other s, load bin) of one occurrence of ``stage``: without a shared
@@ -134,7 +140,7 @@ class Cloud:
         cm = self.cal.cpu
         if self.cpu is None or cm is None:
             return 0.0, self.draw(stage), -1
-        d, load = self.st[stage], self._load()
+        d, load = self.st[stage], self._load(stage)
         return (cm.demand_s.get(stage, 0.0), cm.non_cpu(stage, d, self.rng.random(), load),
                 d.bin_of(load))
 
@@ -388,13 +394,16 @@ class Cloud:
              "delete": self.cal.calls_per_delete_hold}.get(kind, 0)
         calls = [0.0, 0.0]
         self.wake_periodic(h)
+        building = 1 if kind == "claim" else 0  # a build waiting for the lock: not work
         for j in range(n):
             self.waiting += 1
+            self.building -= building
             while self.periodic_until[h] > self.env.now:  # the periodic task holds it
                 yield self.env.timeout(self.periodic_until[h] - self.env.now)
             with self.lock[h].request() as r:
                 yield r
                 self.waiting -= 1
+                self.building += building
                 p = self.plan(stage)
                 if p[0] > 0 and self.cal.cpu is not None:  # placement reads per instance
                     p = (self.cal.cpu.lock_demand(p[0], self.used[h]), p[1], p[2])

@@ -53,12 +53,18 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from stacklens.forecast.dist import LoadDist
+from stacklens.schema.capture import HOST_CPU_SERVICE
 
 if TYPE_CHECKING:  # simpy only when simulating (calibrate and the CLI import this module)
     import simpy
 
 __all__ = ["BACKGROUND", "CpuModel", "PLACEMENT_CALLS", "PsCpu", "SERVICE_STAGES",
-           "fit_demands", "placement_calls", "process_counts", "run_cpu_seconds"]
+           "UNSEEN_GROUP", "fit_demands", "host_cpu_seconds", "placement_calls",
+           "process_counts", "run_cpu_seconds"]
+
+#: The :class:`PsCpu` group of the unseen CPU (:attr:`CpuModel.unseen_s`): one process at
+#: most, as the lab's load driver is.
+UNSEEN_GROUP = "unseen"
 
 #: Which stages each measured service's CPU-seconds are shared among (calibrate.STAGES names).
 SERVICE_STAGES: dict[str, tuple[str, ...]] = {
@@ -210,7 +216,12 @@ class CpuModel:
     ``regression``; ``demand_by``: per stage, its demand per service (regression: each part
     runs in that service's processes, :class:`PsCpu` groups; empty: one job of its own);
     ``processes``: per service, the processes that run its work (0: multi-threaded, no
-    bound), as the calibration runs' samples showed them."""
+    bound), as the calibration runs' samples showed them; ``unseen_s``: CPU-seconds per boot the
+    host spent outside every measured service (the whole machine's busy time, ``cpu:host``,
+    less the services' sum: the load driver polling the servers, the recorders, the kernel's
+    loopback networking; :func:`host_cpu_seconds`), a job per accepted boot in one process of
+    its own (:data:`UNSEEN_GROUP`) that nobody waits for; 0 when the runs have no
+    ``cpu:host`` rows."""
 
     cores: float
     demand_s: dict[str, float]
@@ -225,6 +236,7 @@ class CpuModel:
     method: str = "utilisation"
     demand_by: dict[str, dict[str, float]] = field(default_factory=dict)
     processes: dict[str, int] = field(default_factory=dict)
+    unseen_s: float = 0.0
 
     def free_cores(self, cores: float) -> float:
         """The cores left to the boots on a host of ``cores``: ``cores - idle_cores``, at
@@ -260,6 +272,7 @@ class CpuModel:
                 "demand_by": {k: {s: round(x, 6) for s, x in v.items()}
                               for k, v in self.demand_by.items()},
                 "processes": dict(self.processes),
+                "unseen_s": round(self.unseen_s, 6),
                 "service_cpu_s": {k: round(v, 3) for k, v in self.service_cpu_s.items()}}
 
     @staticmethod
@@ -281,7 +294,8 @@ class CpuModel:
                         demand_by={str(k): {str(s): float(x) for s, x in v.items()}
                                    for k, v in (d.get("demand_by") or {}).items()},
                         processes={str(k): int(v)
-                                   for k, v in (d.get("processes") or {}).items()})
+                                   for k, v in (d.get("processes") or {}).items()},
+                        unseen_s=float(d.get("unseen_s", 0.0)))
 
 
 def run_cpu_seconds(samples: pl.DataFrame, t0_ns: int, t1_ns: int) -> dict[str, float]:
@@ -296,6 +310,24 @@ def run_cpu_seconds(samples: pl.DataFrame, t0_ns: int, t1_ns: int) -> dict[str, 
     s = s.with_columns(cpu_s=pl.col("cpu_pct") / 100.0 * ((hi - lo).clip(lower_bound=0) / 1e9))
     g = s.group_by("service").agg(pl.col("cpu_s").sum())
     return {str(k): float(v) for k, v in g.rows()}
+
+
+def host_cpu_seconds(samples: pl.DataFrame, t0_ns: int, t1_ns: int) -> float | None:
+    """The whole machine's busy CPU-seconds between ``t0_ns`` and ``t1_ns`` from a run's
+    ``resource_samples`` rows of service ``cpu:host`` (:mod:`stacklens.resources.recorder`:
+    percent of one CPU over the interval since the previous row), intervals clipped to the
+    window as in :func:`run_cpu_seconds`; None when the run has no such rows (a run recorded
+    before they existed, or on a remote host)."""
+    s = samples.filter((pl.col("service") == HOST_CPU_SERVICE)
+                       & pl.col("pid").is_null()).sort("ts_ns")
+    s = s.with_columns(prev=pl.col("ts_ns").shift(1).over("host"))
+    s = s.filter(pl.col("cpu_pct").is_not_null() & pl.col("prev").is_not_null())
+    if s.height == 0:
+        return None
+    lo = pl.max_horizontal(pl.col("prev"), pl.lit(t0_ns))
+    hi = pl.min_horizontal(pl.col("ts_ns"), pl.lit(t1_ns))
+    return float(s.select((pl.col("cpu_pct") / 100.0 * ((hi - lo).clip(lower_bound=0) / 1e9))
+                          .sum()).item())
 
 
 def process_counts(samples: pl.DataFrame) -> dict[str, int]:

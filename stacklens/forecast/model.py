@@ -67,7 +67,9 @@ With a ``cpu`` section in the model (:mod:`stacklens.forecast.cpu`, calibrated f
 resource samples) the host's CPU is simulated instead of drawn: each stage is its CPU demand on
 a processor-sharing CPU of ``cores`` cores (a worker is held for its own process's part) plus
 its non-CPU part; each accepted boot adds a background CPU job (database, image, network
-services), and a ``compute_resources`` hold's placement reads grow with the host's instances.
+services) and one of the CPU the host spent outside every measured service (the load driver,
+the kernel: :attr:`~stacklens.forecast.cpu.CpuModel.unseen_s`, in one process), and a
+``compute_resources`` hold's placement reads grow with the host's instances.
 Without it the model is exactly the one above.
 """
 
@@ -79,6 +81,7 @@ import simpy
 
 from stacklens.forecast.calibrate import Calibration
 from stacklens.forecast.cloud import Cloud
+from stacklens.forecast.cpu import UNSEEN_GROUP
 from stacklens.forecast.knobs import Knobs
 from stacklens.forecast.records import BootRecord, DeleteRecord, SimResult, summary
 
@@ -178,6 +181,8 @@ class _Cloud(Cloud):
         rec.spans.append(("nova-api", "simulated-controller", "POST /v2.1/servers", t0, env.now))
         if self.cpu is not None and self.cal.cpu is not None and rec.error is None:
             self.cpu.run(self.cal.cpu.background_s)  # DB, image, network work: nobody waits
+            # the host's CPU outside the services (the load driver, the kernel): one process
+            self.cpu.run(self.cal.cpu.unseen_s, UNSEEN_GROUP, 1.0)
         return rec.error is None
 
     def _schedule_and_build(self, rec: BootRecord):
@@ -258,7 +263,7 @@ class _Cloud(Cloud):
             st["between components"] += hop
 
     def _build(self, rec: BootRecord, h: int):
-        env, k, st, cal = self.env, self.k, rec.stages, self.cal
+        env, st = self.env, rec.stages
         host = f"simulated-compute-{h + 1}"
         t0 = env.now
         yield from self.spend("compute_pre", host=h)
@@ -267,36 +272,48 @@ class _Cloud(Cloud):
             yield slot
             self.waiting -= 1
             tb = env.now
-            claimed = [True]
-
-            def claim() -> None:
-                if self.used[h] >= k.host_capacity or (
-                        k.build_failure_rate > 0 and self.rng.random() < k.build_failure_rate):
-                    claimed[0] = False
-                    return
-                self.claim_one(h)
-
-            cond, waited = yield from self.lock_hold(h, max(1, cal.locks_per_build), claim)
-            if not claimed[0]:
-                st["nova-compute"] = st.get("nova-compute", 0.0) + env.now - t0
-                rec.spans.append(("nova-compute", host, f"cast compute.{host}", t0, env.now))
-                self.busy["compute build slots"].add(env.now - tb)
-                return False
-            n = cal.conductor_calls
-            yield from self.do("build", self.plan("build"), host=h)  # its own work, then
-            for _ in range(n):  # its calls (one wait each for the 12,000-boot benchmark)
-                c, w = yield from self.conductor_call()
-                cond += c
-                waited += w
-            te = env.now
-            self.busy["compute build slots"].add(te - tb)
+            self.building += 1  # the ``work`` load index
+            try:
+                ok, cond, waited = yield from self._claim_and_build(rec, h, host, t0, tb)
+            finally:
+                self.building -= 1
+        if not ok:
+            return False
         yield from self.spend("finish", always=False, host=h)
         st["nova-conductor"] = st.get("nova-conductor", 0.0) + cond
         st["between components"] = st.get("between components", 0.0) + waited
         st["nova-compute"] = st.get("nova-compute", 0.0) + (env.now - t0) - cond - waited
         rec.spans.append(("nova-compute", host, f"cast compute.{host}", t0, env.now))
-        rec.phases.append(("build", tb, te))
         return True
+
+    def _claim_and_build(self, rec: BootRecord, h: int, host: str, t0: float, tb: float):
+        """The claim and the build's own work and calls, holding a build slot; returns
+        (claimed, the conductor's s, the calls' reply waits s): not claimed when there was no
+        room or the build failed."""
+        env, k, st, cal = self.env, self.k, rec.stages, self.cal
+        claimed = [True]
+
+        def claim() -> None:
+            if self.used[h] >= k.host_capacity or (
+                    k.build_failure_rate > 0 and self.rng.random() < k.build_failure_rate):
+                claimed[0] = False
+                return
+            self.claim_one(h)
+
+        cond, waited = yield from self.lock_hold(h, max(1, cal.locks_per_build), claim)
+        if not claimed[0]:
+            st["nova-compute"] = st.get("nova-compute", 0.0) + env.now - t0
+            rec.spans.append(("nova-compute", host, f"cast compute.{host}", t0, env.now))
+            self.busy["compute build slots"].add(env.now - tb)
+            return False, 0.0, 0.0
+        yield from self.do("build", self.plan("build"), host=h)  # its own work, then
+        for _ in range(cal.conductor_calls):  # its calls (one wait each: 12,000-boot bench)
+            c, w = yield from self.conductor_call()
+            cond += c
+            waited += w
+        self.busy["compute build slots"].add(env.now - tb)
+        rec.phases.append(("build", tb, env.now))
+        return True, cond, waited
 
     def _delete(self, rec: BootRecord):
         env = self.env

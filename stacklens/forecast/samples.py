@@ -14,7 +14,12 @@ from typing import Any
 import polars as pl
 
 from stacklens.errors import UserError
-from stacklens.forecast.cpu import placement_calls, process_counts, run_cpu_seconds
+from stacklens.forecast.cpu import (
+    host_cpu_seconds,
+    placement_calls,
+    process_counts,
+    run_cpu_seconds,
+)
 from stacklens.forecast.demand import RegressionRows, interval_rows
 from stacklens.forecast.rpcwait import caller_wait, calls_within, detect_reply_poll
 from stacklens.store import RunStore
@@ -194,11 +199,19 @@ def run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
         build=((pl.col("b_e") - pl.col("b_s")) / ns - pl.col("calls_s")
                - pl.col("lock_s")).clip(lower_bound=0.0),
         finish=(pl.col("end_ns") - pl.col("b_e")) / ns)
-    if load == "pipeline":  # boots between the API and a compute (add() reads these)
+    if load in ("pipeline", "work"):  # boots between the API and a compute (add() reads these)
         api_started = d.filter(pl.col("nova-api_s").is_not_null())
         starts = api_started["nova-api_s"].to_list()
         ends = api_started.select(pl.coalesce("nova-compute_s", "b_s", "nova-api_e")
                                   ).to_series().to_list()
+    if load == "work":  # and the builds in their build phase (a slot taken, not yet done)
+        built = d.filter(pl.col("b_s").is_not_null() & pl.col("b_e").is_not_null())
+        starts += built["b_s"].to_list()
+        ends += built["b_e"].to_list()
+        # less their waits for the compute_resources lock (queued behind other claims)
+        lw = ev.filter((pl.col("lock_waited_s") > 0)
+                       & pl.col("request_id").is_in(built["trace_id"].implode()))
+        waits += [(t - int(w * 1e9), t) for t, w in lw.select("ts_ns", "lock_waited_s").rows()]
     if load == "active":
         lw = ev.filter(pl.col("lock_waited_s") > 0)
         waits += [(t - int(w * 1e9), t) for t, w in lw.select("ts_ns", "lock_waited_s").rows()]
@@ -261,17 +274,19 @@ def run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
     w0 = int(creates["start_ns"].min())  # type: ignore[arg-type]
     w1 = int(pl.concat([creates["end_ns"], deletes["end_ns"]]).max())  # type: ignore[arg-type]
     cpu_rows: RegressionRows | None = None
-    cpu = None
+    cpu = host_cpu = None
     procs: dict[str, int] = {}
     if store.has("resource_samples"):
         rsamp = store.read("resource_samples")
         cpu = run_cpu_seconds(rsamp, w0, w1)
+        host_cpu = host_cpu_seconds(rsamp, w0, w1)
         cpu_rows = interval_rows(rsamp, {k: [(p[2], p[1]) for p in v] for k, v in out.items()},
                                  w0, w1)
         procs = process_counts(rsamp)
     return {
         "samples": out,
-        "cpu_s": cpu, "cpu_window_s": (w1 - w0) / 1e9, "cpu_rows": cpu_rows,
+        "cpu_s": cpu, "host_cpu_s": host_cpu, "cpu_window_s": (w1 - w0) / 1e9,
+        "cpu_rows": cpu_rows,
         "processes": procs,
         "placement_calls": placement_calls(events, w0, w1),
         "reply_poll": (poll_s, poll_share, poll_n),

@@ -30,13 +30,11 @@ import polars as pl
 import psutil
 
 from stacklens.schema import TABLES, conform
+from stacklens.schema.capture import HOST_CPU_SERVICE, NET_SERVICE
 
 __all__ = ["HOST_CPU_SERVICE", "NET_SERVICE", "ProcTarget", "ResourceRecorder"]
 
-#: ``service`` of the system-wide loopback rows.
-NET_SERVICE = "net:lo"
-#: ``service`` of the whole machine's CPU rows.
-HOST_CPU_SERVICE = "cpu:host"
+# the rows' service names live with the table's schema (the forecast reads them too)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ import polars as pl
 
 from stacklens.schema.types import Columns
 
-__all__ = ["BROKER_SAMPLES", "CAPTURE_TABLES", "CONFIG_FINDINGS", "DB_DIGESTS", "DB_SAMPLES", "MESSAGES", "RESOURCE_SAMPLES"]
+__all__ = ["BROKER_SAMPLES", "CAPTURE_TABLES", "CONFIG_FINDINGS", "DB_DIGESTS", "DB_SAMPLES",
+           "HOST_CPU_SERVICE", "MESSAGES", "NET_SERVICE", "RESOURCE_SAMPLES"]
 
 #: One row per firehose event: a message published to an exchange (``direction = publish``) or
 #: delivered from a queue (``deliver``); fan-out amplification = deliveries / publishes. Decoded
@@ -94,6 +95,11 @@ DB_SAMPLES: Columns = {
     "object": pl.String,
     "value": pl.Float64,
 }
+
+#: ``service`` of the ``resource_samples`` rows of the loopback interface's byte counters.
+NET_SERVICE = "net:lo"
+#: ``service`` of the ``resource_samples`` rows of the whole machine's busy CPU.
+HOST_CPU_SERVICE = "cpu:host"
 
 #: Per-process resource use over time (psutil), one row per target x sample. A target is a
 #: process and its descendants (a gunicorn master and its workers): figures are summed over the
