@@ -77,6 +77,21 @@ def test_calibrate_round_trip_and_validate(sim_run: Path, tmp_path: Path):
     p = cli("forecast", "validate", str(model), str(sim_run), "--seeds", "2")
     assert p.returncode == 0, p.stderr
     assert "create_p50_s" in p.stdout and "predicted" in p.stdout
+    assert "burst_on_one_host" in p.stdout  # the runs' concurrency is known
+
+
+def test_burst_on_one_host_counts_the_first_creates(sim_run: Path):
+    from stacklens.forecast.validate import measured_metrics
+
+    assert "burst_on_one_host" not in measured_metrics(sim_run)  # no concurrency given
+    spans = RunStore(sim_run).read("spans").filter(pl.col("service") == "nova-compute")
+    first = (RunStore(sim_run).read("traces").filter(pl.col("operation") == "server.create")
+             .sort("start_ns").head(12))
+    hosts = (spans.sort("start_ns").group_by("trace_id", maintain_order=True)
+             .agg(pl.col("host").first()).join(first.select("trace_id"), on="trace_id"))
+    want = max(hosts.group_by("host").len()["len"].to_list())
+    assert 12 / 4 <= want <= 12  # 12 boots over 4 hosts
+    assert measured_metrics(sim_run, 12)["burst_on_one_host"] == want
 
 
 def test_calibrate_in_process_matches_shipped_shape(sim_run: Path):

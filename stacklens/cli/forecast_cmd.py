@@ -81,7 +81,7 @@ def _validate(model: str, runs: list[str], seeds: int, sets: list[str]) -> None:
         raise UserError("forecast validate: the runs differ in computes/servers/concurrency/"
                         f"poll interval: {sorted(set(sizes), key=str)}")
     computes, servers, concurrency, poll = sizes[0]
-    meas, spread = median_metrics([measured_metrics(r) for r in runs])
+    meas, spread = median_metrics([measured_metrics(r, concurrency) for r in runs])
     base = knobs_for(cal, computes=computes, servers=servers, concurrency=concurrency,
                      poll_interval_s=poll)
     base = parse_sets(sets, base)
@@ -91,7 +91,7 @@ def _validate(model: str, runs: list[str], seeds: int, sets: list[str]) -> None:
             res, _ = forecast_run(cal, base.replace(seed=s), None, name)
             st = RunStore(Path(tmp) / str(s))
             st.write(to_tables(res, 0, cal.attribution))  # metrics through the same tables as measured runs
-            preds.append(measured_metrics(st.path))
+            preds.append(measured_metrics(st.path, concurrency))
     pred: dict[str, float | None] = {}
     for key in meas:
         vals = [v for p in preds if (v := p.get(key)) is not None]
