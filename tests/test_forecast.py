@@ -12,6 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from stacklens.errors import UserError
 from stacklens.forecast.calibrate import STAGES, calibrate, load_model
 from stacklens.forecast.dist import N_QUANTILES, LoadDist, fit
 from stacklens.forecast.run import shipped_model
@@ -173,5 +174,7 @@ def test_work_index_and_per_stage_overrides(sim_run: Path):
     assert back.stage_load == {"conductor_call": "work"}
     plain = Calibration.from_json(calibrate([sim_run]).to_json())
     assert back.stages["api"] == plain.stages["api"]  # the other stages: pipeline
+    with pytest.raises(UserError, match="no stage conductr_call"):
+        calibrate([sim_run], stage_load={"conductr_call": "work"})
     res = simulate(back, knobs_for(back, computes=4, servers=24, concurrency=12))
     assert len(res.boots) == 24 and all(b.outcome == "success" for b in res.boots)

@@ -303,6 +303,10 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
     ``load`` (module docstring)."""
     if demand not in ("regression", "utilisation"):
         raise UserError(f"demand must be regression or utilisation, not {demand!r}")
+    bad = sorted(set(stage_load or {}) - set(STAGES + OPTIONAL_STAGES))
+    if bad:
+        raise UserError(f"--stage-load: no stage {', '.join(bad)} (stages: "
+                        f"{', '.join(STAGES + OPTIONAL_STAGES)})")
     if not runs:
         raise UserError("calibrate needs at least one run folder")
     samples: dict[str, list[tuple[float, float, int]]] = {s: [] for s in STAGES + OPTIONAL_STAGES}
