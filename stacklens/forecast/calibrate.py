@@ -101,6 +101,7 @@ from stacklens.store import RunStore
 __all__ = [
     "CALIBRATION_FORMAT_VERSION",
     "Calibration",
+    "LOAD_INDICES",
     "LOCK_STAGES",
     "STAGES",
     "calibrate",
@@ -271,6 +272,10 @@ def _fit_cpu(demand: str, rows: RegressionRows, cpu_s: dict[str, float],
                 f"utilisation law (stacklens.forecast.cpu){why}")
 
 
+#: The load indices a calibration may bin its stage times by (module docstring).
+LOAD_INDICES = ("pipeline", "work", "client", "active", "server")
+
+
 def _unseen(cm: CpuModel, host_cpu_s: float | None, cpu_s: dict[str, float],
             measured: list[dict[str, Any]]) -> tuple[CpuModel, str]:
     """``cm`` with :attr:`~stacklens.forecast.cpu.CpuModel.unseen_s` (the host's busy CPU-s
@@ -307,6 +312,9 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
     if bad:
         raise UserError(f"--stage-load: no stage {', '.join(bad)} (stages: "
                         f"{', '.join(STAGES + OPTIONAL_STAGES)})")
+    for index in (load, *(stage_load or {}).values()):
+        if index not in LOAD_INDICES:
+            raise UserError(f"load index {index!r}: must be one of {', '.join(LOAD_INDICES)}")
     if not runs:
         raise UserError("calibrate needs at least one run folder")
     samples: dict[str, list[tuple[float, float, int]]] = {s: [] for s in STAGES + OPTIONAL_STAGES}
@@ -330,12 +338,9 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         store = RunStore(r)
         if not store.has("traces"):
             raise UserError(f"{r}: not a traced run folder (no traces table)")
-        got = run_samples(store, load)
-        other = {idx: run_samples(store, idx)["samples"]
-                 for idx in sorted(set((stage_load or {}).values()) - {load})}
+        got = run_samples(store, load, stage_load)
         for k, v in got["samples"].items():
-            idx = (stage_load or {}).get(k, load)
-            samples[k].extend(v if idx == load else other[idx][k])
+            samples[k].extend(v)
         n_calls += got["n_calls"]
         shares += got["placement_share"]
         nlb += got["n_locks_build"]

@@ -298,16 +298,24 @@ class CpuModel:
                         unseen_s=float(d.get("unseen_s", 0.0)))
 
 
+def _clipped_cpu_s(rows: pl.DataFrame, keys: tuple[str, ...], t0_ns: int,
+                   t1_ns: int) -> pl.DataFrame:
+    """``rows`` with ``cpu_s``: each row's ``cpu_pct`` (percent of one CPU) over the interval
+    since the previous row of the same ``keys``, that interval clipped to ``[t0_ns, t1_ns]``
+    (CPU-seconds); rows without a previous one or a ``cpu_pct`` dropped."""
+    s = rows.sort("ts_ns").with_columns(prev=pl.col("ts_ns").shift(1).over(*keys))
+    s = s.filter(pl.col("cpu_pct").is_not_null() & pl.col("prev").is_not_null())
+    lo = pl.max_horizontal(pl.col("prev"), pl.lit(t0_ns))
+    hi = pl.min_horizontal(pl.col("ts_ns"), pl.lit(t1_ns))
+    return s.with_columns(cpu_s=pl.col("cpu_pct") / 100.0 * ((hi - lo).clip(lower_bound=0) / 1e9))
+
+
 def run_cpu_seconds(samples: pl.DataFrame, t0_ns: int, t1_ns: int) -> dict[str, float]:
     """CPU-seconds per service (all its hosts) between ``t0_ns`` and ``t1_ns`` from a run's
     ``resource_samples``: each sample's ``cpu_pct`` covers the interval since the previous
     sample of the same target; intervals are clipped to the window."""
-    s = samples.filter(pl.col("pid").is_not_null()).sort("ts_ns")
-    s = s.with_columns(prev=pl.col("ts_ns").shift(1).over("service", "host", "pid"))
-    s = s.filter(pl.col("cpu_pct").is_not_null() & pl.col("prev").is_not_null())
-    lo = pl.max_horizontal(pl.col("prev"), pl.lit(t0_ns))
-    hi = pl.min_horizontal(pl.col("ts_ns"), pl.lit(t1_ns))
-    s = s.with_columns(cpu_s=pl.col("cpu_pct") / 100.0 * ((hi - lo).clip(lower_bound=0) / 1e9))
+    s = _clipped_cpu_s(samples.filter(pl.col("pid").is_not_null()), ("service", "host", "pid"),
+                       t0_ns, t1_ns)
     g = s.group_by("service").agg(pl.col("cpu_s").sum())
     return {str(k): float(v) for k, v in g.rows()}
 
@@ -318,16 +326,9 @@ def host_cpu_seconds(samples: pl.DataFrame, t0_ns: int, t1_ns: int) -> float | N
     percent of one CPU over the interval since the previous row), intervals clipped to the
     window as in :func:`run_cpu_seconds`; None when the run has no such rows (a run recorded
     before they existed, or on a remote host)."""
-    s = samples.filter((pl.col("service") == HOST_CPU_SERVICE)
-                       & pl.col("pid").is_null()).sort("ts_ns")
-    s = s.with_columns(prev=pl.col("ts_ns").shift(1).over("host"))
-    s = s.filter(pl.col("cpu_pct").is_not_null() & pl.col("prev").is_not_null())
-    if s.height == 0:
-        return None
-    lo = pl.max_horizontal(pl.col("prev"), pl.lit(t0_ns))
-    hi = pl.min_horizontal(pl.col("ts_ns"), pl.lit(t1_ns))
-    return float(s.select((pl.col("cpu_pct") / 100.0 * ((hi - lo).clip(lower_bound=0) / 1e9))
-                          .sum()).item())
+    s = _clipped_cpu_s(samples.filter((pl.col("service") == HOST_CPU_SERVICE)
+                                      & pl.col("pid").is_null()), ("host",), t0_ns, t1_ns)
+    return float(s["cpu_s"].sum()) if s.height else None
 
 
 def process_counts(samples: pl.DataFrame) -> dict[str, int]:

@@ -119,8 +119,10 @@ def host_loops(events: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
                       per.alias("per_host_s"), (per * pl.col("n_hosts")).alias("loop_s"))
 
 
-def run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
-    """Samples (load, seconds) per stage from one traced run folder."""
+def run_samples(store: RunStore, load: str = "pipeline",
+                stage_load: dict[str, str] | None = None) -> dict[str, Any]:
+    """Samples (load, seconds) per stage from one traced run folder, each stage's load by its
+    index in ``stage_load``, else ``load``."""
     tr = store.read("traces").filter(pl.col("outcome").is_in(["success", "retried"]))
     spans = store.read("spans")
     ph = store.read("phases")
@@ -128,14 +130,15 @@ def run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
     deletes = tr.filter(pl.col("operation") == "server.delete")
     if creates.height == 0:
         raise UserError(f"{store.path}: no successful server.create traces to calibrate from")
-    starts, ends = _load_intervals(store, creates, load)
+    stage_load = stage_load or {}
     out: dict[str, list[tuple[float, float, int]]] = {s: [] for s in STAGES + OPTIONAL_STAGES}
-    waits: list[tuple[int, int]] = []  # load "active": queued at a compute, not working
+    by_index: dict[str, tuple[list[int], list[int], list[tuple[int, int]]]] = {}
 
     def add(stage: str, t0: pl.Series, dur_s: pl.Series) -> None:
         ok = [(a, d) for a, d in zip(t0.to_list(), dur_s.to_list(), strict=True)
               if a is not None and d is not None]
-        loads = _in_flight(starts, ends, [a for a, _ in ok], waits)
+        on, off, waits = by_index[stage_load.get(stage, load)]  # filled below, before use
+        loads = _in_flight(on, off, [a for a, _ in ok], waits)
         out[stage].extend((float(x), float(d), int(a))
                           for x, (a, d) in zip(loads, ok, strict=True))
 
@@ -199,24 +202,35 @@ def run_samples(store: RunStore, load: str = "pipeline") -> dict[str, Any]:
         build=((pl.col("b_e") - pl.col("b_s")) / ns - pl.col("calls_s")
                - pl.col("lock_s")).clip(lower_bound=0.0),
         finish=(pl.col("end_ns") - pl.col("b_e")) / ns)
-    if load in ("pipeline", "work"):  # boots between the API and a compute (add() reads these)
-        api_started = d.filter(pl.col("nova-api_s").is_not_null())
-        starts = api_started["nova-api_s"].to_list()
-        ends = api_started.select(pl.coalesce("nova-compute_s", "b_s", "nova-api_e")
-                                  ).to_series().to_list()
-    if load == "work":  # and the builds in their build phase (a slot taken, not yet done)
-        built = d.filter(pl.col("b_s").is_not_null() & pl.col("b_e").is_not_null())
-        starts += built["b_s"].to_list()
-        ends += built["b_e"].to_list()
-        # less their waits for the compute_resources lock (queued behind other claims)
-        lw = ev.filter((pl.col("lock_waited_s") > 0)
-                       & pl.col("request_id").is_in(built["trace_id"].implode()))
-        waits += [(t - int(w * 1e9), t) for t, w in lw.select("ts_ns", "lock_waited_s").rows()]
-    if load == "active":
-        lw = ev.filter(pl.col("lock_waited_s") > 0)
-        waits += [(t - int(w * 1e9), t) for t, w in lw.select("ts_ns", "lock_waited_s").rows()]
-        sw = d.filter(pl.col("b_s") > pl.col("nova-compute_s"))
-        waits += [(a, b) for a, b in sw.select("nova-compute_s", "b_s").rows()]
+    def intervals(index: str) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+        """(starts, ends, waits) in ns of what load ``index`` counts (module docstring of
+        :mod:`stacklens.forecast.calibrate`); ``waits`` are taken off while in progress."""
+        starts, ends = _load_intervals(store, creates, index)
+        waits: list[tuple[int, int]] = []
+        if index in ("pipeline", "work"):  # boots between the API and a compute
+            api_started = d.filter(pl.col("nova-api_s").is_not_null())
+            starts = api_started["nova-api_s"].to_list()
+            ends = api_started.select(pl.coalesce("nova-compute_s", "b_s", "nova-api_e")
+                                      ).to_series().to_list()
+        if index == "work":  # and the builds in their build phase (a slot taken, not done)
+            built = d.filter(pl.col("b_s").is_not_null() & pl.col("b_e").is_not_null())
+            starts += built["b_s"].to_list()
+            ends += built["b_e"].to_list()
+            # less their waits for the compute_resources lock (queued behind other claims)
+            lw = ev.filter((pl.col("lock_waited_s") > 0)
+                           & pl.col("request_id").is_in(built["trace_id"].implode()))
+            waits += [(t - int(w * 1e9), t)
+                      for t, w in lw.select("ts_ns", "lock_waited_s").rows()]
+        if index == "active":  # queued at a compute, not working
+            lw = ev.filter(pl.col("lock_waited_s") > 0)
+            waits += [(t - int(w * 1e9), t)
+                      for t, w in lw.select("ts_ns", "lock_waited_s").rows()]
+            sw = d.filter(pl.col("b_s") > pl.col("nova-compute_s"))
+            waits += [(a, b) for a, b in sw.select("nova-compute_s", "b_s").rows()]
+        return starts, ends, waits
+
+    by_index.update({i: intervals(i) for i in {load, *stage_load.values()}})
+    starts, ends, _ = by_index[load]
     # builds that found a free build slot: fewer than 10 others building on the host
     rows = d.filter(pl.col("b_s").is_not_null()).select(
         "trace_id", "nova-compute_host", "nova-compute_s", "b_e").rows()
