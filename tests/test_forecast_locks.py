@@ -13,7 +13,7 @@ from stacklens.forecast.dist import LoadDist, fit
 from stacklens.forecast.knobs import Knobs
 from stacklens.forecast.model import simulate
 from stacklens.forecast.run import shipped_model
-from stacklens.forecast.samples import lock_kinds
+from stacklens.forecast.samples import alloc_loops, lock_kinds
 
 S = 1_000_000_000
 RT = "nova.compute.resource_tracker.ResourceTracker"
@@ -43,7 +43,7 @@ def test_holds_are_sampled_by_kind_and_the_periodic_interval_measured():
     held = held.with_columns(acq_ns=pl.col("ts_ns") - (pl.col("lock_held_s") * S)
                              .cast(pl.Int64),
                              # the claim made one conductor call under the lock (one poll)
-                             own_s=pl.when(pl.col("request_id") == "req-c1")
+                             base_s=pl.when(pl.col("request_id") == "req-c1")
                              .then(pl.col("lock_held_s") - 0.5).otherwise(pl.col("lock_held_s")))
     got: dict[str, list[float]] = {}
 
@@ -139,3 +139,51 @@ def test_shipped_model_has_the_holds_by_kind():
     claim = cal.stages["claim_held"].sample(0.5, 1.0, 8.0) + 4 * 0.5
     delete = cal.stages["delete_held"].sample(0.5, 1.0, 8.0) + 3 * 0.5
     assert 1.0 < delete < claim < 4.0
+
+
+def _alloc_spans(trace: str, reads: list[tuple[str, float, float]]) -> pl.DataFrame:
+    return pl.DataFrame({"trace_id": [trace] * len(reads), "service": ["placement-api"] * len(reads),
+                         "operation": [r[0] for r in reads],
+                         "start_ns": [int(r[1] * S) for r in reads],
+                         "end_ns": [int(r[2] * S) for r in reads]})
+
+
+def test_the_allocation_read_of_a_hold_is_measured_per_request():
+    # nova 2025.1 _update_to_placement -> get_allocations_for_provider_tree under the lock:
+    # GET /resource_providers/{rp}/allocations, then GET /allocations/{consumer} per consumer
+    held = pl.DataFrame({"key": [0, 1, 2], "request_id": ["req-c1", "req-c2", "req-p1"],
+                         "acq_ns": [10 * S, 20 * S, 30 * S], "ts_ns": [13 * S, 22 * S, 33 * S]})
+    spans = pl.concat([
+        _alloc_spans("req-c1", [
+            ("GET /allocations/aaaaaaaa-0000-0000-0000-000000000001", 10.2, 10.3),  # own, before
+            ("GET /resource_providers/rp-1/allocations", 11.0, 11.1),
+            ("GET /allocations/aaaaaaaa-0000-0000-0000-000000000001", 11.2, 11.3),
+            ("GET /allocations/aaaaaaaa-0000-0000-0000-000000000002", 11.4, 11.6),
+            ("GET /allocations/aaaaaaaa-0000-0000-0000-000000000003", 11.7, 11.9),
+            ("GET /allocations/aaaaaaaa-0000-0000-0000-000000000004", 13.5, 13.6)]),  # after
+        _alloc_spans("req-c2", [("GET /resource_providers/rp-1/allocations", 20.5, 20.6)]),
+        # a periodic task's own request id: no provider read linked, left out
+        _alloc_spans("req-other", [("GET /resource_providers/rp-1/allocations", 31.0, 31.1)]),
+    ])
+    got = alloc_loops(held, spans).sort("key")
+    assert got["key"].to_list() == [0, 1]
+    assert got["n_reads"].to_list() == [3, 0]  # an empty provider: the provider read only
+    assert got["loop_s"].to_list() == [pytest.approx(0.9), 0.0]
+
+
+def test_holds_grow_with_the_allocations_the_scheduler_made_on_the_host():
+    # three boots scheduled onto one host before the first claim (compute_pre 1 s): each
+    # claim reads the provider plus three allocations, claimed or not (0.4 s); once they are
+    # deleted, nothing is left to read
+    k = Knobs(computes=1, servers=3, concurrency=3, poll_interval_s=0.0, delete=False,
+              api_workers=3)
+    plain = simulate(_cal(claim_held=0.0, compute_pre=1.0), k)
+    read = simulate(_cal(claim_held=0.0, compute_pre=1.0, alloc_read=0.1), k)
+    held = read.busy["compute_resources lock"] * read.duration_s
+    assert held == pytest.approx(3 * 0.4)
+    assert plain.busy["compute_resources lock"] == 0.0
+    deleted = simulate(_cal(claim_held=0.0, compute_pre=1.0, alloc_read=0.1, delete_held=0.0),
+                       k.replace(delete=True))
+    # claims 3 x 0.4 s, then the deletes' update_usage: 3, 2 and 1 allocations left at most
+    extra = deleted.busy["compute_resources lock"] * deleted.duration_s - 3 * 0.4
+    assert 3 * 0.2 - 1e-9 <= extra <= 3 * 0.4 + 1e-9

@@ -33,8 +33,15 @@ timestamps of the same trace (span names of stacklens.trace; nova 2025.1 code pa
                     conductor calls made under it; ``locks_per_build`` and
                     ``locks_per_delete`` holds per boot and per delete (median)
 ``claim_held``      the holds under a ``server.create`` trace (the resource tracker's
-                    ``instance_claim``: 2.1-2.6 s each in the 2025.1 lab)
-``delete_held``     the holds under a ``server.delete`` trace (``update_usage``: 1.6 s)
+                    ``instance_claim``: 2.1-2.6 s each in the 2025.1 lab), less their read
+                    of the provider's allocations when ``alloc_read`` is measured
+``delete_held``     the holds under a ``server.delete`` trace (``update_usage``: 1.6 s),
+                    likewise
+``alloc_read``      per placement request of that read (nova 2025.1 ``_update_to_placement``:
+                    the provider's allocations, then each consumer's; the placement-api
+                    spans of the hold's trace, :func:`~stacklens.forecast.samples.alloc_loops`):
+                    the read's time over its requests; the model reads one per allocation
+                    on the host, so a hold grows with the boots scheduled there
 ``periodic_held``   per run of the resource tracker's periodic task on a host (holds by
                     ``_update_available_resource`` or ``clean_compute_node_cache``, the holder
                     oslo.concurrency names in its lock lines; summed per request id): 3.1 s in
@@ -116,8 +123,10 @@ __all__ = [
 #: 4: ``rpc_poll_s`` and the conductor calls under a claim's and a delete's hold
 #: (:mod:`stacklens.forecast.rpcwait`; older files read as 0: no polling, no calls);
 #: 5: the ``scheduler_host`` stage (:data:`~stacklens.forecast.samples.HOST_STAGES`; the
-#: ``scheduler`` stage is then the request without its host loop; older files read without).
-CALIBRATION_FORMAT_VERSION = 5
+#: ``scheduler`` stage is then the request without its host loop; older files read without);
+#: 6: the ``alloc_read`` stage (:data:`~stacklens.forecast.samples.ALLOC_STAGES`; ``claim_held``
+#: and ``delete_held`` are then the holds without that read; older files read without).
+CALIBRATION_FORMAT_VERSION = 6
 
 #: nova's default spacing of ``update_available_resource`` (``update_resources_interval`` 0:
 #: oslo.service's default periodic spacing, 60 s), when a run is too short to measure it.

@@ -79,6 +79,9 @@ class Cloud:
         self.sem = [simpy.Resource(env, k.max_concurrent_builds) for _ in range(n)]
         self.lock = [simpy.Resource(env, 1) for _ in range(n)]
         self.used = [0] * n  # claimed instances (resource tracker)
+        #: allocations on each host's resource provider: made by the scheduler's claim, gone
+        #: with a failed claim or build, or after a delete's hold (what a hold reads)
+        self.allocs = [0] * n
         self.n_full = 0  # hosts at host_capacity
         self.row = [0] * n  # compute_nodes rows as last written
         self.views = [[0] * n for _ in range(k.scheduler_workers)]
@@ -388,7 +391,11 @@ class Cloud:
     def lock_hold(self, h: int, n: int, on_held=None, kind: str = "claim"):
         """``n`` holds of host ``h``'s compute_resources lock; ``on_held`` runs at the start of
         the first (the claim decision); the row is rewritten at the end of it (the resource
-        tracker saves the compute node before it releases the lock)."""
+        tracker saves the compute node before it releases the lock). A hold drawn from its
+        kind's stage with an ``alloc_read`` stage in the model adds the resource tracker's
+        read of the provider's allocations, one ``alloc_read`` per allocation on the host plus
+        the provider's (:func:`stacklens.forecast.samples.alloc_loops`); with a shared CPU the
+        placement demand grows with the same allocations."""
         stage = self.hold_stage(kind)
         m = {"claim": self.cal.calls_per_claim_hold,
              "delete": self.cal.calls_per_delete_hold}.get(kind, 0)
@@ -405,8 +412,11 @@ class Cloud:
                 self.waiting -= 1
                 self.building += building
                 p = self.plan(stage)
-                if p[0] > 0 and self.cal.cpu is not None:  # placement reads per instance
-                    p = (self.cal.cpu.lock_demand(p[0], self.used[h]), p[1], p[2])
+                if p[0] > 0 and self.cal.cpu is not None:  # placement reads per allocation
+                    p = (self.cal.cpu.lock_demand(p[0], self.allocs[h]), p[1], p[2])
+                if stage != "lock_held" and "alloc_read" in self.st:
+                    # the read of the provider's allocations: the provider, then each consumer
+                    p = (p[0], p[1] + (self.allocs[h] + 1) * self.draw("alloc_read"), p[2])
                 if j == 0 and on_held is not None:
                     on_held()
                 t0 = self.env.now

@@ -236,6 +236,7 @@ class _Cloud(Cloud):
                                   t0, env.now))
                 return False
             h = self.pick(w, tried)
+            self.allocs[h] += 1  # the scheduler's claim in placement (PUT /allocations)
             # the reply, the conductor's work after select_destinations (instance records and
             # block device mappings in the cell: nova/conductor/manager.py
             # schedule_and_build_instances) and the cast: its idle-cloud part is RPC transit
@@ -253,6 +254,7 @@ class _Cloud(Cloud):
                 rec.host = h
                 self.placed[h] += 1
                 return True
+            self.allocs[h] -= 1  # the failed claim's or build's allocation is removed
             tried.add(h)
             rec.retries += 1
             if rec.retries >= k.max_attempts:
@@ -348,6 +350,7 @@ class _Cloud(Cloud):
             self.free_one(h)
 
         yield from self.lock_hold(h, max(1, self.cal.locks_per_delete), free, "delete")
+        self.allocs[h] -= 1  # _complete_deletion: the allocation goes after update_usage
         yield from self.spend("cleanup", host=h)
         d.phases.append(("resource_cleanup", t2, env.now))
         d.stages["nova-compute"] = env.now - t1

@@ -25,8 +25,8 @@ from stacklens.forecast.rpcwait import caller_wait, calls_within, detect_reply_p
 from stacklens.store import RunStore
 
 __all__ = [
-    "HOST_STAGES", "HOST_UPDATE_LINE", "LOCK_STAGES", "OPTIONAL_STAGES", "PERIODIC_HOLDERS",
-    "STAGES", "host_loops", "lock_kinds", "run_samples",
+    "ALLOC_STAGES", "HOST_STAGES", "HOST_UPDATE_LINE", "LOCK_STAGES", "OPTIONAL_STAGES",
+    "PERIODIC_HOLDERS", "STAGES", "alloc_loops", "host_loops", "lock_kinds", "run_samples",
 ]
 
 STAGES = ("api", "to_conductor", "conductor", "scheduler", "to_compute", "compute_pre",
@@ -39,8 +39,18 @@ LOCK_STAGES = ("claim_held", "delete_held", "periodic_held")
 #: refresh of every host's state in one request (:func:`host_loops`); a model without it
 #: grows the scheduler's time with the hosts by the ``scheduler_per_host_s`` knob only.
 HOST_STAGES = ("scheduler_host",)
+#: Stages a version-6 model adds: ``alloc_read``, seconds per placement request of the
+#: resource tracker's read of its provider's allocations under a claim's or a delete's
+#: ``compute_resources`` hold (:func:`alloc_loops`); ``claim_held`` and ``delete_held`` are
+#: then the holds without that loop. A model without it draws the holds whole.
+ALLOC_STAGES = ("alloc_read",)
 #: Stages a model may lack (older formats, runs that do not show them).
-OPTIONAL_STAGES = LOCK_STAGES + HOST_STAGES
+OPTIONAL_STAGES = LOCK_STAGES + HOST_STAGES + ALLOC_STAGES
+#: placement-api span names of the resource tracker's allocation read (nova 2025.1
+#: ``SchedulerReportClient.get_allocations_for_provider_tree``): the provider's allocations,
+#: then one request per consumer found there.
+_RP_ALLOCS = r"^GET /resource_providers/[^/?]+/allocations"
+_CONSUMER_ALLOCS = r"^GET /allocations/[^/?]+"
 #: nova.scheduler.host_manager ``HostState._locked_update``'s DEBUG line, one per host per
 #: scheduling request (``_get_host_states``): the same words in the ``update(compute_node,
 #: service)`` form (Mitaka's devstack log in the shared data) and in 2025.1's ``update(compute,
@@ -119,6 +129,35 @@ def host_loops(events: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
                       per.alias("per_host_s"), (per * pl.col("n_hosts")).alias("loop_s"))
 
 
+def alloc_loops(held: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
+    """The resource tracker's read of its provider's allocations inside each
+    ``compute_resources`` hold. nova 2025.1's ``ResourceTracker._update_to_placement`` (every
+    ``_update``: the claim, ``update_usage``, the periodic task; under the lock) calls
+    ``get_allocations_for_provider_tree``: ``GET /resource_providers/{uuid}/allocations``,
+    then ``GET /allocations/{consumer}`` for every consumer found there, including the boots
+    the scheduler has claimed on the host and the compute has not (yet). So a hold grows with
+    the host's allocations, not its instances. ``held``: lock events with ``key``,
+    ``request_id`` (the trace), ``acq_ns`` and ``ts_ns`` (the release); ``spans``: the run's
+    spans (placement-api's carry the caller's trace). Columns: ``key`` (the hold's), ``n_reads``
+    (UInt32: the consumers read, so the provider's allocations) and ``loop_s`` (Float64: from
+    the provider read's start to the last consumer read's end). Holds whose trace shows no
+    provider read (the periodic task's own request ids, INFO lines missing) are left out."""
+    sp = spans.filter(pl.col("service") == "placement-api").select(
+        pl.col("trace_id").alias("request_id"), "operation", "start_ns", "end_ns")
+    h = held.select("key", "request_id", "acq_ns", "ts_ns")
+    first = (h.join(sp.filter(pl.col("operation").str.contains(_RP_ALLOCS)), on="request_id")
+             .filter(pl.col("start_ns").is_between(pl.col("acq_ns"), pl.col("ts_ns")))
+             .group_by("key").agg(pl.col("start_ns").min().alias("l0_ns")))
+    reads = (h.join(first, on="key")
+             .join(sp.filter(pl.col("operation").str.contains(_CONSUMER_ALLOCS)), on="request_id")
+             .filter((pl.col("start_ns") >= pl.col("l0_ns")) & (pl.col("end_ns") <= pl.col("ts_ns")))
+             .group_by("key").agg(pl.len().alias("n_reads"), pl.col("end_ns").max()))
+    out = first.join(reads, on="key", how="left").with_columns(
+        pl.col("n_reads").fill_null(0).cast(pl.UInt32),
+        loop_s=(pl.col("end_ns").fill_null(pl.col("l0_ns")) - pl.col("l0_ns")) / 1e9)
+    return out.select("key", "n_reads", "loop_s", "l0_ns")
+
+
 def run_samples(store: RunStore, load: str = "pipeline",
                 stage_load: dict[str, str] | None = None) -> dict[str, Any]:
     """Samples (load, seconds) per stage from one traced run folder, each stage's load by its
@@ -175,6 +214,10 @@ def run_samples(store: RunStore, load: str = "pipeline",
                      on="key", how="left").with_columns(
         pl.col("hold_calls").fill_null(0),
         own_s=(pl.col("lock_held_s") - pl.col("wait_s").fill_null(0.0)).clip(lower_bound=0.0))
+    # ... and without its read of the provider's allocations (drawn per read: alloc_read)
+    loops_rt = alloc_loops(held, spans)
+    held = held.join(loops_rt, on="key", how="left").with_columns(
+        base_s=(pl.col("own_s") - pl.col("loop_s").fill_null(0.0)).clip(lower_bound=0.0))
     # the build's own calls: in its phase, not under a hold
     in_build = calls_within(calls_all.filter(~pl.col("call_id").is_in(
         in_holds["call_id"].implode())), build.select(
@@ -249,6 +292,7 @@ def run_samples(store: RunStore, load: str = "pipeline",
     add("conductor_call", calls["start_ns"], (calls["end_ns"] - calls["start_ns"]) / ns)
     add("scheduler_host", loops["first_ns"], loops["per_host_s"])
     add("lock_held", held["acq_ns"], held["own_s"])
+    add("alloc_read", loops_rt["l0_ns"], loops_rt["loop_s"] / (loops_rt["n_reads"] + 1))
     periodic_gaps = lock_kinds(held, creates, deletes, add)
     # delete path
     dl = deletes.select("trace_id", "start_ns", "end_ns", "dur_s")
@@ -331,11 +375,12 @@ def lock_kinds(held: pl.DataFrame, creates: pl.DataFrame, deletes: pl.DataFrame,
     """Sample the ``compute_resources`` holds by kind (module docstring: ``claim_held``,
     ``delete_held``, ``periodic_held``) through ``add(stage, start_ns, dur_s)``; returns the
     gaps (s) between consecutive periodic runs on each host. ``held``: lock events with
-    ``acq_ns`` (acquired, ns) and ``own_s`` (the hold less its conductor calls' waits: a
-    claim's or a delete's own time; the periodic task's are whole)."""
+    ``acq_ns`` (acquired, ns) and ``base_s`` (the hold less its conductor calls' waits and
+    its read of the provider's allocations, :func:`alloc_loops`: a claim's or a delete's own
+    time; the periodic task's are whole)."""
     for stage, ids in (("claim_held", creates), ("delete_held", deletes)):
         x = held.filter(pl.col("request_id").is_in(ids["trace_id"].implode()))
-        add(stage, x["acq_ns"], x["own_s"])
+        add(stage, x["acq_ns"], x["base_s"])
     holder = pl.col("message").str.extract(r'by "(?:[\w.]*\.)?(\w+)"')
     per = (held.filter(holder.is_in(list(PERIODIC_HOLDERS))
                        & ~pl.col("request_id").is_in(
