@@ -2,7 +2,7 @@
 # Issue 9's validation on the lab: ROUNDS rounds of (one calibration run at K computes and
 # concurrency C, one validation run at 2K and 2C), interleaved so that both sizes see the same
 # machine, each on a fresh lab; then `forecast calibrate` on the calibration runs and
-# `forecast validate --seeds 15` (SEEDS) on the validation runs (predicted vs measured median).
+# `forecast validate --seeds 40` (SEEDS) on the validation runs (predicted vs measured median).
 #
 #   eval "$(bash .ci/lab-setup.sh)"
 #   bash bench/forecast_validation.sh /tmp/val            # 5 rounds, K=4 C=20 -> K=8 C=40
@@ -76,4 +76,4 @@ for r in "$DIR"/k$((2 * K))-r*; do [ -f "$r/tables/traces.parquet" ] && val+=("$
 [ ${#cal[@]} -gt 0 ] && [ ${#val[@]} -gt 0 ] || { echo "no traced runs to validate" >&2; exit 1; }
 "$SL" forecast calibrate "${cal[@]}" -o "$DIR/model.json" --provenance "lab=stacklens lab" \
   --provenance "runs=${#cal[@]} at K=$K C=$C, $(date -u +%F)" ${CORES:+--cores "$CORES"} || exit 1
-"$SL" forecast validate "$DIR/model.json" "${val[@]}" --seeds "${SEEDS:-15}"
+"$SL" forecast validate "$DIR/model.json" "${val[@]}" --seeds "${SEEDS:-40}"

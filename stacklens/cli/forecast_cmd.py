@@ -116,7 +116,9 @@ def forecast(
                                     "or model file (calibrate)."),
     force: bool = typer.Option(False, "--force", help="Replace the run in a non-empty --out."),
     seed: int = typer.Option(1, "--seed", help="Random seed of the simulation."),
-    seeds: int = typer.Option(5, "--seeds", min=1, max=50, help="validate: seeds to run."),
+    seeds: int = typer.Option(40, "--seeds", min=1, max=100, help=(
+        "validate: seeds to run, the prediction their median (per seed a burst may pile onto "
+        "one host or split: p95 and throughput need many).")),
     provenance: list[str] = typer.Option([], "--provenance", help="calibrate: key=value "
                                          "recorded in the model (lab, release, date...)."),
     load: str = typer.Option("pipeline", "--load", help="calibrate: load index of the bins: "

@@ -38,8 +38,11 @@ One simulated boot follows the path of the field notes (section 2) and of nova 2
    more retries from stale views).
 5. **nova-compute** of the chosen host: ``compute_pre``, then the build semaphore
    (``max_concurrent_builds``), the claim under the host's ``compute_resources`` lock
-   (``locks_per_build`` holds of ``lock_held``); a claim beyond ``host_capacity`` (or a build
-   failure, ``build_failure_rate``) is rescheduled through the conductor and scheduler, up to
+   (``locks_per_build`` holds of ``lock_held``; each hold also reads the host's allocations
+   from placement, ``alloc_read`` per allocation plus the provider's: nova 2025.1's
+   ``_update_to_placement`` reads every consumer on the provider, the boots scheduled there
+   and not yet claimed included, so a burst's holds lengthen as it lands); a claim beyond
+   ``host_capacity`` (or a build failure, ``build_failure_rate``) is rescheduled through the conductor and scheduler, up to
    ``max_attempts`` attempts in all (then the boot fails: "Exceeded maximum number of retries").
    The build's own work (``build``) is followed by ``conductor_calls`` RPC calls to the
    conductor (object saves, each on a conductor worker: ``conductor_call``); the claim's hold
