@@ -79,6 +79,24 @@ def test_calibrate_round_trip_and_validate(sim_run: Path, tmp_path: Path):
     assert p.returncode == 0, p.stderr
     assert "create_p50_s" in p.stdout and "predicted" in p.stdout
     assert "burst_on_one_host" in p.stdout  # the runs' concurrency is known
+    assert "seeds p10..p90" in p.stdout  # the seeds' spread beside the median
+
+
+def test_seed_spread_shows_a_bimodal_burst():
+    from stacklens.forecast.validate import compare, render, seed_spread
+
+    # per seed the burst piles onto one host (p95 170 s) or splits (100 s): the median alone
+    # moves with the seed set, the 10th..90th percentiles show both modes
+    preds = [{"create_p95_s": 170.0 if s % 2 else 100.0, "x": None} for s in range(10)]
+    got = seed_spread(preds)
+    assert got["x"] is None
+    lo, hi = got["create_p95_s"]  # type: ignore[misc]
+    assert lo == pytest.approx(100.0) and hi == pytest.approx(170.0)
+    rows = compare({"create_p95_s": 135.0}, {"create_p95_s": 164.0}, None, got)
+    assert rows[0]["predicted_p10"] == lo
+    text = render(rows)
+    assert "100.00..170.00" in text and "> target" in text
+    assert seed_spread([{"create_p95_s": 1.0}])["create_p95_s"] is None  # one seed
 
 
 def test_burst_on_one_host_counts_the_first_creates(sim_run: Path):

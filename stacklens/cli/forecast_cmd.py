@@ -35,7 +35,13 @@ from stacklens.forecast.cpufit import fit_stretch
 from stacklens.forecast.knobs import KNOB_HELP, Knobs, parse_sets
 from stacklens.forecast.run import forecast_run, knobs_for, resolve_model
 from stacklens.forecast.tables import SIMULATED, to_tables
-from stacklens.forecast.validate import compare, measured_metrics, median_metrics, render
+from stacklens.forecast.validate import (
+    compare,
+    measured_metrics,
+    median_metrics,
+    render,
+    seed_spread,
+)
 from stacklens.store import RunStore
 
 __all__ = ["forecast"]
@@ -99,7 +105,8 @@ def _validate(model: str, runs: list[str], seeds: int, sets: list[str]) -> None:
     what = runs[0] if len(runs) == 1 else f"median of {len(runs)} runs"
     typer.echo(f"model {name}; measured {what} ({base.servers} boots, {base.computes} computes, "
                f"concurrency {base.concurrency}); predicted: median of {seeds} seeds")
-    typer.echo(render(compare(pred, meas, spread if len(runs) > 1 else None)))
+    typer.echo(render(compare(pred, meas, spread if len(runs) > 1 else None,
+                              seed_spread(preds))))
 
 
 def forecast(

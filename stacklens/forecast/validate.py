@@ -21,7 +21,7 @@ import polars as pl
 
 from stacklens.store import RunStore
 
-__all__ = ["COMPONENTS", "compare", "measured_metrics", "median_metrics", "render"]
+__all__ = ["COMPONENTS", "compare", "measured_metrics", "median_metrics", "render", "seed_spread"]
 
 #: Components compared (breakdown names, as measured runs have them).
 COMPONENTS = ("nova-api", "nova-conductor", "nova-scheduler", "placement-api", "nova-compute",
@@ -82,11 +82,31 @@ def median_metrics(runs: list[dict[str, float | None]]
     return med, rng
 
 
+def seed_spread(preds: list[dict[str, float | None]]
+                ) -> dict[str, tuple[float, float] | None]:
+    """Per metric over the seeds' :func:`measured_metrics`: the 10th and 90th percentiles
+    (``statistics.quantiles``, exclusive method; None with fewer than two seeds having it).
+    A burst that piles onto one host in some seeds and splits in others shows here as a wide
+    range of p95 and throughput around the median."""
+    out: dict[str, tuple[float, float] | None] = {}
+    for k in preds[0] if preds else {}:
+        vals = [v for p in preds if (v := p.get(k)) is not None]
+        if len(vals) < 2:
+            out[k] = None
+            continue
+        q = statistics.quantiles(vals, n=10)
+        out[k] = (q[0], q[-1])
+    return out
+
+
 def compare(pred: dict[str, Any], meas: dict[str, Any],
-            spread: dict[str, tuple[float, float] | None] | None = None) -> list[dict[str, Any]]:
-    """Rows ``{metric, predicted, measured, error_pct, measured_min, measured_max}`` for every
-    metric in ``meas`` (min/max from ``spread``, else None); ``error_pct`` is None when the
-    measured value is 0 or missing."""
+            spread: dict[str, tuple[float, float] | None] | None = None,
+            pred_spread: dict[str, tuple[float, float] | None] | None = None
+            ) -> list[dict[str, Any]]:
+    """Rows ``{metric, predicted, measured, error_pct, measured_min, measured_max,
+    predicted_p10, predicted_p90}`` for every metric in ``meas`` (min/max from ``spread``,
+    the seeds' percentiles from ``pred_spread`` (:func:`seed_spread`), else None);
+    ``error_pct`` is None when the measured value is 0 or missing."""
     rows = []
     for k, m in meas.items():
         p = pred.get(k)
@@ -94,8 +114,10 @@ def compare(pred: dict[str, Any], meas: dict[str, Any],
         if p is not None and m:
             err = (p - m) / m * 100.0
         lo_hi = (spread or {}).get(k) or (None, None)
+        seeds = (pred_spread or {}).get(k) or (None, None)
         rows.append({"metric": k, "predicted": p, "measured": m, "error_pct": err,
-                     "measured_min": lo_hi[0], "measured_max": lo_hi[1]})
+                     "measured_min": lo_hi[0], "measured_max": lo_hi[1],
+                     "predicted_p10": seeds[0], "predicted_p90": seeds[1]})
     return rows
 
 
@@ -103,14 +125,21 @@ def render(rows: list[dict[str, Any]], target_pct: float = 15.0) -> str:
     """A plain-text table of :func:`compare`'s rows, marking errors beyond ``target_pct``."""
     def f(v: Any) -> str:
         return "-" if v is None else f"{v:.2f}"
+    def span(r: dict[str, Any], lo: str, hi: str, on: bool) -> str:
+        if not on:
+            return ""
+        return (f"{f(r[lo]) + '..' + f(r[hi]):>20}" if r.get(lo) is not None else " " * 20)
+
     ranged = any(r.get("measured_min") is not None for r in rows)
+    seeded = any(r.get("predicted_p10") is not None for r in rows)
     head = f"{'metric':<32}{'predicted':>11}{'measured':>11}{'error':>9}"
-    lines = [head + (f"{'measured range':>20}" if ranged else "")]
+    lines = [head + (f"{'measured range':>20}" if ranged else "")
+             + (f"{'seeds p10..p90':>20}" if seeded else "")]
     for r in rows:
         e = r["error_pct"]
         mark = "" if e is None or abs(e) <= target_pct else "  > target"
-        rng = (f"{f(r['measured_min']) + '..' + f(r['measured_max']):>20}"
-               if ranged and r.get("measured_min") is not None else (" " * 20 if ranged else ""))
         lines.append(f"{r['metric']:<32}{f(r['predicted']):>11}{f(r['measured']):>11}"
-                     f"{('-' if e is None else f'{e:+.0f}%'):>9}{rng}{mark}")
+                     f"{('-' if e is None else f'{e:+.0f}%'):>9}"
+                     f"{span(r, 'measured_min', 'measured_max', ranged)}"
+                     f"{span(r, 'predicted_p10', 'predicted_p90', seeded)}{mark}")
     return "\n".join(lines)
