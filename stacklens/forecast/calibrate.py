@@ -62,8 +62,10 @@ control plane (API, conductor, scheduler, placement, RPC) is working on, which i
 the shared controller down in a burst and drops to a few once the burst is through. A
 closed-loop storm keeps the client's slots full all the time, so the other indices are almost
 constant in a calibration run and cannot show how a stage slows with load; on the lab runs
-(five at K=4, C=20 -> five at 2K, 2C) ``pipeline`` predicted create p50 / p95 / throughput
-+1 / -15 / +15 %, ``client`` +80 / -35 / +45 %. ``client``: the client's requests in flight
+measured by 2026-11-25 (five at K=4, C=20 -> five at 2K, 2C; the model of that day)
+``pipeline`` predicted create p50 / p95 / throughput +1 / -15 / +15 %, ``client`` +80 / -35 /
++45 %; the shipped model's numbers (``pipeline``, the allocation read, 40 seeds) are in its
+provenance. ``client``: the client's requests in flight
 (a slot is held from the create's submit until the server is gone: the ``requests`` table
 that ``stacklens run`` writes). ``server``: the ``server.create`` traces in flight (the fallback of ``client``
 for runs without client records). ``active``: ``client`` minus the boots queued at a compute
