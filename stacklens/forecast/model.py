@@ -42,8 +42,9 @@ One simulated boot follows the path of the field notes (section 2) and of nova 2
    from placement, ``alloc_read`` per allocation plus the provider's: nova 2025.1's
    ``_update_to_placement`` reads every consumer on the provider, the boots scheduled there
    and not yet claimed included, so a burst's holds lengthen as it lands); a claim beyond
-   ``host_capacity`` (or a build failure, ``build_failure_rate``) is rescheduled through the conductor and scheduler, up to
-   ``max_attempts`` attempts in all (then the boot fails: "Exceeded maximum number of retries").
+   ``host_capacity`` (or a build failure, ``build_failure_rate``) is rescheduled through the
+   conductor and scheduler, up to ``max_attempts`` attempts in all (then the boot fails:
+   "Exceeded maximum number of retries").
    The build's own work (``build``) is followed by ``conductor_calls`` RPC calls to the
    conductor (object saves, each on a conductor worker: ``conductor_call``); the claim's hold
    makes ``calls_per_claim_hold`` more, a delete's ``calls_per_delete_hold``. Every RPC

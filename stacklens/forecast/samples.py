@@ -139,8 +139,9 @@ def alloc_loops(held: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
     the host's allocations, not its instances. ``held``: lock events with ``key``,
     ``request_id`` (the trace), ``acq_ns`` and ``ts_ns`` (the release); ``spans``: the run's
     spans (placement-api's carry the caller's trace). Columns: ``key`` (the hold's), ``n_reads``
-    (UInt32: the consumers read, so the provider's allocations) and ``loop_s`` (Float64: from
-    the provider read's start to the last consumer read's end). Holds whose trace shows no
+    (UInt32: the consumers read, so the provider's allocations), ``loop_s`` (Float64: from
+    the provider read's start to the last consumer read's end) and ``l0_ns`` (Int64: the
+    provider read's start). Holds whose trace shows no
     provider read (the periodic task's own request ids, INFO lines missing) are left out."""
     sp = spans.filter(pl.col("service") == "placement-api").select(
         pl.col("trace_id").alias("request_id"), "operation", "start_ns", "end_ns")
