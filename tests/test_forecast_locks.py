@@ -187,19 +187,3 @@ def test_holds_grow_with_the_allocations_the_scheduler_made_on_the_host():
     # claims 3 x 0.4 s, then the deletes' update_usage: 3, 2 and 1 allocations left at most
     extra = deleted.busy["compute_resources lock"] * deleted.duration_s - 3 * 0.4
     assert 3 * 0.2 - 1e-9 <= extra <= 3 * 0.4 + 1e-9
-
-
-def test_allocation_reads_queue_behind_the_schedulers_placement_requests():
-    # one placement worker, held 5 s by each of the two boots' scheduling requests (the
-    # candidates and the claim); the first claim then reads the provider and two
-    # allocations, each waiting for the worker: its hold lasts until the worker is free
-    stages = dict(claim_held=0.0, compute_pre=0.0, alloc_read=0.02, placement_read=0.01,
-                  placement_sched=5.0)
-    k = Knobs(computes=1, servers=2, concurrency=2, poll_interval_s=0.0, delete=False,
-              api_workers=2)
-    queued = simulate(_cal(**stages), k.replace(placement_workers=1))
-    free = simulate(_cal(**stages), k)  # no queue: 3 reads x 0.02 s per claim
-    held_q = queued.busy["compute_resources lock"] * queued.duration_s
-    held_f = free.busy["compute_resources lock"] * free.duration_s
-    assert held_f == pytest.approx(2 * 3 * 0.02)
-    assert 9.0 < held_q < 10.5  # the first claim's reads wait for both 5 s requests

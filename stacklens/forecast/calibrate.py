@@ -8,56 +8,47 @@ the settings of the runs (knobs), what the runs measured (for comparison), and p
 Stages of one boot (``server.create`` trace) and how each is measured, from span and phase
 timestamps of the same trace (span names of stacklens.trace; nova 2025.1 code paths):
 
-====================  =======================================================================
-``api``               nova-api span of ``POST /v2.1/servers`` (quota, instance record, cast)
-``to_conductor``      conductor span start - api span end (RPC cast transit and queue)
-``conductor``         scheduler span start - conductor span start (schedule_and_build_instances
-                      before select_destinations)
-``scheduler``         the ``call scheduler`` span (select_destinations, placement queries and
-                      the allocation claim; ``placement_share`` of it is placement-api's)
-``to_compute``        compute span start - scheduler span end (reply, conductor, cast), minus
-                      the conductor's wait for its next reply poll
-``compute_pre``       build phase start - compute span start, for builds that did not wait for
-                      the build semaphore (fewer than max_concurrent_builds in progress on the
-                      host): the work before the semaphore; the wait itself is simulated
-``conductor_call``    each ``call conductor`` span of nova-compute's build (object saves,
-                      instance updates); the count per boot outside a lock hold is
-                      ``conductor_calls``, under a claim's / delete's hold
-                      ``calls_per_claim_hold`` / ``calls_per_delete_hold``
-``build``             build phase ("Took N seconds to build instance") minus its conductor calls
-                      (the callers' waits: with reply polling the next multiple of 0.5 s,
-                      :mod:`stacklens.forecast.rpcwait`) and its ``compute_resources`` lock
-                      waits and holds: nova-compute's own work inside the semaphore
-``lock_held``         each hold of the ``compute_resources`` lock (oslo_concurrency "released
-                      ... held N s" lines of the trace's request id) minus the waits for the
-                      conductor calls made under it; ``locks_per_build`` and
-                      ``locks_per_delete`` holds per boot and per delete (median)
-``claim_held``        the holds under a ``server.create`` trace (the resource tracker's
-                      ``instance_claim``: 2.1-2.6 s each in the 2025.1 lab), less their read
-                      of the provider's allocations when ``alloc_read`` is measured
-``delete_held``       the holds under a ``server.delete`` trace (``update_usage``: 1.6 s),
-                      likewise
-``alloc_read``        per placement request of that read (nova 2025.1 ``_update_to_placement``:
-                      the provider's allocations, then each consumer's; the placement-api
-                      spans of the hold's trace,
-                      :func:`~stacklens.forecast.samples.alloc_loops`): the read's time over
-                      its requests; the model reads one per allocation
-                      on the host, so a hold grows with the boots scheduled there
-``placement_sched``   placement-api's spans inside a ``call scheduler`` span, summed: the
-                      time a scheduling request holds placement's workers (the candidates and
-                      the claim)
-``placement_read``    each ``GET /allocations/{consumer}`` span: one read's time on a placement
-                      worker. With both and ``placement_workers`` (the runs' placement-api
-                      processes) placement is a queue: the scheduling requests hold its
-                      workers, and each allocation read waits for one (the caller's part of a
-                      read: the lowest load's ``alloc_read`` less its ``placement_read``)
-``periodic_held``     per run of the resource tracker's periodic task on a host (holds by
-                      ``_update_available_resource`` or ``clean_compute_node_cache``, the holder
-                      oslo.concurrency names in its lock lines; summed per request id): 3.1 s in
-                      the lab; ``periodic_interval_s`` is the median time between two runs on a
-                      host (nova's ``update_resources_interval``, default 0: every 60 s)
-``finish``            trace end - build end
-====================  =======================================================================
+==================  =======================================================================
+``api``             nova-api span of ``POST /v2.1/servers`` (quota, instance record, cast)
+``to_conductor``    conductor span start - api span end (RPC cast transit and queue)
+``conductor``       scheduler span start - conductor span start (schedule_and_build_instances
+                    before select_destinations)
+``scheduler``       the ``call scheduler`` span (select_destinations, placement queries and
+                    the allocation claim; ``placement_share`` of it is placement-api's)
+``to_compute``      compute span start - scheduler span end (reply, conductor, cast), minus
+                    the conductor's wait for its next reply poll
+``compute_pre``     build phase start - compute span start, for builds that did not wait for
+                    the build semaphore (fewer than max_concurrent_builds in progress on the
+                    host): the work before the semaphore; the wait itself is simulated
+``conductor_call``  each ``call conductor`` span of nova-compute's build (object saves,
+                    instance updates); the count per boot outside a lock hold is
+                    ``conductor_calls``, under a claim's / delete's hold
+                    ``calls_per_claim_hold`` / ``calls_per_delete_hold``
+``build``           build phase ("Took N seconds to build instance") minus its conductor calls
+                    (the callers' waits: with reply polling the next multiple of 0.5 s,
+                    :mod:`stacklens.forecast.rpcwait`) and its ``compute_resources`` lock
+                    waits and holds: nova-compute's own work inside the semaphore
+``lock_held``       each hold of the ``compute_resources`` lock (oslo_concurrency "released
+                    ... held N s" lines of the trace's request id) minus the waits for the
+                    conductor calls made under it; ``locks_per_build`` and
+                    ``locks_per_delete`` holds per boot and per delete (median)
+``claim_held``      the holds under a ``server.create`` trace (the resource tracker's
+                    ``instance_claim``: 2.1-2.6 s each in the 2025.1 lab), less their read
+                    of the provider's allocations when ``alloc_read`` is measured
+``delete_held``     the holds under a ``server.delete`` trace (``update_usage``: 1.6 s),
+                    likewise
+``alloc_read``      per placement request of that read (nova 2025.1 ``_update_to_placement``:
+                    the provider's allocations, then each consumer's; the placement-api
+                    spans of the hold's trace, :func:`~stacklens.forecast.samples.alloc_loops`):
+                    the read's time over its requests; the model reads one per allocation
+                    on the host, so a hold grows with the boots scheduled there
+``periodic_held``   per run of the resource tracker's periodic task on a host (holds by
+                    ``_update_available_resource`` or ``clean_compute_node_cache``, the holder
+                    oslo.concurrency names in its lock lines; summed per request id): 3.1 s in
+                    the lab; ``periodic_interval_s`` is the median time between two runs on a
+                    host (nova's ``update_resources_interval``, default 0: every 60 s)
+``finish``          trace end - build end
+==================  =======================================================================
 
 Delete (``server.delete`` trace): ``delete_api`` (nova-api span), ``delete_to_compute``
 (compute span start - api span end), ``teardown`` and ``cleanup`` (phases ``teardown`` and
@@ -136,11 +127,8 @@ __all__ = [
 #: 5: the ``scheduler_host`` stage (:data:`~stacklens.forecast.samples.HOST_STAGES`; the
 #: ``scheduler`` stage is then the request without its host loop; older files read without);
 #: 6: the ``alloc_read`` stage (:data:`~stacklens.forecast.samples.ALLOC_STAGES`; ``claim_held``
-#: and ``delete_held`` are then the holds without that read; older files read without);
-#: 7: the ``placement_sched`` and ``placement_read`` stages and the ``placement_workers`` knob
-#: (:data:`~stacklens.forecast.samples.PLACEMENT_STAGES`: placement as a queue; older files
-#: read without it).
-CALIBRATION_FORMAT_VERSION = 7
+#: and ``delete_held`` are then the holds without that read; older files read without).
+CALIBRATION_FORMAT_VERSION = 6
 
 #: nova's default spacing of ``update_available_resource`` (``update_resources_interval`` 0:
 #: oslo.service's default periodic spacing, 60 s), when a run is too short to measure it.
@@ -249,8 +237,7 @@ def run_settings(store: RunStore) -> dict[str, Any]:
     """Storm settings of a run folder: ``computes``, ``concurrency``, ``servers`` (boots
     traced), ``poll_interval_s``, from the manifest's ``run`` section (scenario and plan) or,
     for a forecast, its ``forecast`` section; ``computes`` falls back to the hosts that ran
-    nova-compute spans; ``placement_workers``: the placement-api processes (pids) that served
-    spans. Missing values are left out."""
+    nova-compute spans. Missing values are left out."""
     man = store.manifest()
     run = man.get("run") or {}
     bs = ((run.get("scenario") or {}).get("workload") or {}).get("boot_servers") or {}
@@ -264,13 +251,9 @@ def run_settings(store: RunStore) -> dict[str, Any]:
             out[key] = v
     tr = store.read("traces")
     out["servers"] = int((tr["operation"] == "server.create").sum())
-    sp = store.read("spans")
     if "computes" not in out:
+        sp = store.read("spans")
         out["computes"] = sp.filter(pl.col("service") == "nova-compute")["host"].n_unique()
-    # placement-api's processes that served requests (a sync WSGI worker serves one at once)
-    n_pl = sp.filter(pl.col("service") == "placement-api")["pid"].drop_nulls().n_unique()
-    if n_pl:
-        out["placement_workers"] = n_pl
     return out
 
 

@@ -99,15 +99,6 @@ class Cloud:
         self.all_ended = env.event()
         self.st: dict[str, LoadDist] = cal.stages
         self.low = {s: d.low_median() for s, d in cal.stages.items()}
-        #: placement-api's workers as a queue (a model with its service times and a count):
-        #: the scheduler's requests hold them, the allocation reads queue for them
-        self.placement = (FifoPool(k.placement_workers)
-                          if k.placement_workers > 0 and {"placement_sched", "placement_read",
-                                                          "alloc_read"} <= set(cal.stages)
-                          else None)
-        #: per allocation read, the caller's time outside placement's worker at an idle cloud
-        self.read_overhead_s = max(0.0, self.low.get("alloc_read", 0.0)
-                                   - self.low.get("placement_read", 0.0))
         self.busy = {"nova-api": _Busy(k.api_workers * k.api_threads),
                      "nova-conductor": _Busy(k.conductor_workers),
                      "nova-scheduler": _Busy(k.scheduler_workers),
@@ -397,30 +388,6 @@ class Cloud:
         for h in range(len(self.periodic_next)):
             self.wake_periodic(h, restart=False)
 
-    def placement_occupy(self, stage: str) -> None:
-        """A request of ``stage``'s placement time, arriving now, takes a placement worker for
-        it (none without the queue). The caller's own time is drawn elsewhere: the
-        scheduler's stage as calibrated, whose waits for placement are in it."""
-        if self.placement is not None:
-            self.placement.take(self.env.now, self.draw(stage))
-
-    def alloc_read_s(self, h: int) -> float:
-        """Seconds host ``h``'s resource tracker takes to read its provider's allocations,
-        from now: one request for the provider and one per allocation on it. Without
-        placement's queue, each ``alloc_read`` drawn at the load; with it, one after the
-        other, each ``read_overhead_s`` of the caller's plus its wait for a worker and its
-        ``placement_read`` on it, the requests taken in order from now (a read is in the
-        queue from when its predecessor ends: arrivals ahead of the clock, so a request
-        that comes during the read queues behind all of it)."""
-        n = self.allocs[h] + 1
-        if self.placement is None:
-            return n * self.draw("alloc_read")
-        t = now = self.env.now
-        for _ in range(n):
-            s = self.draw("placement_read")
-            t = self.placement.take(t + self.read_overhead_s, s) + s
-        return t - now
-
     def lock_hold(self, h: int, n: int, on_held=None, kind: str = "claim"):
         """``n`` holds of host ``h``'s compute_resources lock; ``on_held`` runs at the start of
         the first (the claim decision); the row is rewritten at the end of it (the resource
@@ -449,7 +416,7 @@ class Cloud:
                     p = (self.cal.cpu.lock_demand(p[0], self.allocs[h]), p[1], p[2])
                 if stage != "lock_held" and "alloc_read" in self.st:
                     # the read of the provider's allocations: the provider, then each consumer
-                    p = (p[0], p[1] + self.alloc_read_s(h), p[2])
+                    p = (p[0], p[1] + (self.allocs[h] + 1) * self.draw("alloc_read"), p[2])
                 if j == 0 and on_held is not None:
                     on_held()
                 t0 = self.env.now

@@ -45,7 +45,6 @@ class Knobs:
     view_memory: bool = False  # a scheduler worker counts its own picks until the row changes
     max_attempts: int = 3  # [scheduler] max_attempts: 1 try + reschedules
     scheduler_per_host_s: float = 0.0002  # filter + weigh cost per host per request (CPU)
-    placement_workers: int = 0  # placement-api processes (lab: 2 sync workers); 0: no queue
     # database
     db_pool_size: int = 30  # [database] max_pool_size (10) + max_overflow (20), per process
     db_pool_timeout_s: float = 30.0  # [database] pool_timeout (SQLAlchemy QueuePool)
@@ -94,9 +93,6 @@ KNOB_HELP: dict[str, str] = {
     "db_max_retries": "oslo.db retries of a deadlocked write",
     "db_retry_interval_s": "oslo.db first retry interval, s (doubles, at most 10 s)",
     "build_failure_rate": "probability that a build fails at the compute (rescheduled)",
-    "placement_workers": "placement-api processes, each serving one request at a time: the "
-    "scheduler's requests and the resource tracker's allocation reads queue for them (0: "
-    "placement is no queue; a calibration sets the runs' count)",
     "max_slowdown": "cap on the load multiplier of service times beyond calibrated load "
     "(models without a cpu section)",
     "cores": "CPU cores shared by the services and computes (processor sharing); 0: the "
@@ -148,7 +144,7 @@ def check(k: Knobs) -> None:
         if f.name.endswith("_rate") and not 0.0 <= v <= 1.0:
             raise UserError(f"{f.name}={v}: a rate is in [0, 1]")
         if isinstance(v, int) and not isinstance(v, bool) and f.name != "seed":
-            if f.name in ("db_max_retries", "placement_workers"):
+            if f.name == "db_max_retries":
                 if v < 0:
                     raise UserError(f"{f.name}={v}: must be >= 0")
             elif v < 1:

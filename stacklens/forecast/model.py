@@ -41,10 +41,7 @@ One simulated boot follows the path of the field notes (section 2) and of nova 2
    (``locks_per_build`` holds of ``lock_held``; each hold also reads the host's allocations
    from placement, ``alloc_read`` per allocation plus the provider's: nova 2025.1's
    ``_update_to_placement`` reads every consumer on the provider, the boots scheduled there
-   and not yet claimed included, so a burst's holds lengthen as it lands; with
-   ``placement_workers`` each read waits for a placement worker, which the scheduling
-   requests hold for their ``placement_sched``: in a burst the reads queue behind the
-   scheduler's claims, as the lab's placement spans show); a claim beyond
+   and not yet claimed included, so a burst's holds lengthen as it lands); a claim beyond
    ``host_capacity`` (or a build failure, ``build_failure_rate``) is rescheduled through the
    conductor and scheduler, up to ``max_attempts`` attempts in all (then the boot fails:
    "Exceeded maximum number of retries").
@@ -214,7 +211,6 @@ class _Cloud(Cloud):
                     rec.error, rec.error_service = QUEUE_POOL_ERROR, "nova-scheduler"
                     st["nova-scheduler"] = st.get("nova-scheduler", 0.0) + env.now - t1
                     return False
-            self.placement_occupy("placement_sched")  # the candidates and the claim
             # the host loop (calibrated per host: its idle-cloud part holds the worker, the
             # load-dependent rest is waiting) and the filters' knob, for every host
             per_host = self.draw("scheduler_host") if "scheduler_host" in self.st else 0.0

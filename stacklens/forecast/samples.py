@@ -26,7 +26,7 @@ from stacklens.store import RunStore
 
 __all__ = [
     "ALLOC_STAGES", "HOST_STAGES", "HOST_UPDATE_LINE", "LOCK_STAGES", "OPTIONAL_STAGES",
-    "PERIODIC_HOLDERS", "PLACEMENT_STAGES", "STAGES", "alloc_loops", "host_loops", "lock_kinds", "run_samples",
+    "PERIODIC_HOLDERS", "STAGES", "alloc_loops", "host_loops", "lock_kinds", "run_samples",
 ]
 
 STAGES = ("api", "to_conductor", "conductor", "scheduler", "to_compute", "compute_pre",
@@ -44,14 +44,8 @@ HOST_STAGES = ("scheduler_host",)
 #: ``compute_resources`` hold (:func:`alloc_loops`); ``claim_held`` and ``delete_held`` are
 #: then the holds without that loop. A model without it draws the holds whole.
 ALLOC_STAGES = ("alloc_read",)
-#: Stages a version-7 model adds: placement-api's own time (its spans, a worker held) per
-#: scheduling request (``placement_sched``: the candidates, the claim and what else the
-#: request's trace shows inside the ``call scheduler`` span) and per allocation read
-#: (``placement_read``: one ``GET /allocations/{consumer}``), for placement as a queue of
-#: ``placement_workers`` (:class:`stacklens.forecast.cloud.Cloud`).
-PLACEMENT_STAGES = ("placement_sched", "placement_read")
 #: Stages a model may lack (older formats, runs that do not show them).
-OPTIONAL_STAGES = LOCK_STAGES + HOST_STAGES + ALLOC_STAGES + PLACEMENT_STAGES
+OPTIONAL_STAGES = LOCK_STAGES + HOST_STAGES + ALLOC_STAGES
 #: placement-api span names of the resource tracker's allocation read (nova 2025.1
 #: ``SchedulerReportClient.get_allocations_for_provider_tree``): the provider's allocations,
 #: then one request per consumer found there.
@@ -300,20 +294,6 @@ def run_samples(store: RunStore, load: str = "pipeline",
     add("scheduler_host", loops["first_ns"], loops["per_host_s"])
     add("lock_held", held["acq_ns"], held["own_s"])
     add("alloc_read", loops_rt["l0_ns"], loops_rt["loop_s"] / (loops_rt["n_reads"] + 1))
-    # placement's own time: per scheduling request, and per allocation read
-    pl_sp = spans.filter(pl.col("service") == "placement-api").select(
-        "trace_id", "start_ns", "end_ns")
-    in_sched = (d.select("trace_id", "nova-scheduler_s", "nova-scheduler_e")
-                .join(pl_sp, on="trace_id")
-                .filter(pl.col("start_ns").is_between("nova-scheduler_s", "nova-scheduler_e"))
-                .group_by("trace_id", "nova-scheduler_s")
-                .agg(((pl.col("end_ns") - pl.col("start_ns")).sum() / ns).alias("pl_s")))
-    add("placement_sched", in_sched["nova-scheduler_s"], in_sched["pl_s"])
-    reads = spans.filter((pl.col("service") == "placement-api")
-                         & pl.col("operation").str.contains(_CONSUMER_ALLOCS)
-                         & pl.col("trace_id").is_in(pl.concat([creates["trace_id"],
-                                                               deletes["trace_id"]]).implode()))
-    add("placement_read", reads["start_ns"], (reads["end_ns"] - reads["start_ns"]) / ns)
     periodic_gaps = lock_kinds(held, creates, deletes, add)
     # delete path
     dl = deletes.select("trace_id", "start_ns", "end_ns", "dur_s")
