@@ -215,8 +215,10 @@ def run_samples(store: RunStore, load: str = "pipeline",
                      on="key", how="left").with_columns(
         pl.col("hold_calls").fill_null(0),
         own_s=(pl.col("lock_held_s") - pl.col("wait_s").fill_null(0.0)).clip(lower_bound=0.0))
-    # ... and without its read of the provider's allocations (drawn per read: alloc_read)
-    loops_rt = alloc_loops(held, spans)
+    # ... and without its read of the provider's allocations (drawn per read: alloc_read),
+    # where the read went on to the consumers: a release whose holds read the provider alone
+    # shows no growth with the allocations, and keeps that request in its holds
+    loops_rt = alloc_loops(held, spans).filter(pl.col("n_reads") > 0)
     held = held.join(loops_rt, on="key", how="left").with_columns(
         base_s=(pl.col("own_s") - pl.col("loop_s").fill_null(0.0)).clip(lower_bound=0.0))
     # the build's own calls: in its phase, not under a hold
