@@ -97,6 +97,8 @@ def test_seed_spread_shows_a_bimodal_burst():
     text = render(rows)
     assert "100.00..170.00" in text and "> target" in text
     assert seed_spread([{"create_p95_s": 1.0}])["create_p95_s"] is None  # one seed
+    lo, hi = seed_spread([{"b": 39.0}, {"b": 40.0}])["b"]  # type: ignore[misc]
+    assert 39.0 <= lo <= hi <= 40.0  # never beyond the seeds (40 of 40 at most)
 
 
 def test_burst_on_one_host_counts_the_first_creates(sim_run: Path):

@@ -85,7 +85,8 @@ def median_metrics(runs: list[dict[str, float | None]]
 def seed_spread(preds: list[dict[str, float | None]]
                 ) -> dict[str, tuple[float, float] | None]:
     """Per metric over the seeds' :func:`measured_metrics`: the 10th and 90th percentiles
-    (``statistics.quantiles``, exclusive method; None with fewer than two seeds having it).
+    (``statistics.quantiles``, inclusive method: within the seeds' range, where the exclusive
+    one extrapolates beyond it for few seeds; None with fewer than two seeds having it).
     A burst that piles onto one host in some seeds and splits in others shows here as a wide
     range of p95 and throughput around the median."""
     out: dict[str, tuple[float, float] | None] = {}
@@ -94,7 +95,7 @@ def seed_spread(preds: list[dict[str, float | None]]
         if len(vals) < 2:
             out[k] = None
             continue
-        q = statistics.quantiles(vals, n=10)
+        q = statistics.quantiles(vals, n=10, method="inclusive")
         out[k] = (q[0], q[-1])
     return out
 
