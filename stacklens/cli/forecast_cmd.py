@@ -19,7 +19,6 @@ Data goes to stdout, progress to stderr; the run folder says "simulated" (manife
 from __future__ import annotations
 
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -98,10 +97,7 @@ def _validate(model: str, runs: list[str], seeds: int, sets: list[str]) -> None:
             st = RunStore(Path(tmp) / str(s))
             st.write(to_tables(res, 0, cal.attribution))  # metrics through the same tables as measured runs
             preds.append(measured_metrics(st.path, concurrency))
-    pred: dict[str, float | None] = {}
-    for key in meas:
-        vals = [v for p in preds if (v := p.get(key)) is not None]
-        pred[key] = statistics.median(vals) if vals else None
+    pred, _ = median_metrics(preds)  # the seeds' median, as the runs'
     what = runs[0] if len(runs) == 1 else f"median of {len(runs)} runs"
     typer.echo(f"model {name}; measured {what} ({base.servers} boots, {base.computes} computes, "
                f"concurrency {base.concurrency}); predicted: median of {seeds} seeds")

@@ -416,6 +416,7 @@ class Cloud:
                     p = (self.cal.cpu.lock_demand(p[0], self.allocs[h]), p[1], p[2])
                 if stage != "lock_held" and "alloc_read" in self.st:
                     # the read of the provider's allocations: the provider, then each consumer
+                    # (``lock_held``, the shared CPU's stage, keeps the read in its samples)
                     p = (p[0], p[1] + (self.allocs[h] + 1) * self.draw("alloc_read"), p[2])
                 if j == 0 and on_held is not None:
                     on_held()

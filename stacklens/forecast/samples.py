@@ -141,8 +141,8 @@ def alloc_loops(held: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
     spans (placement-api's carry the caller's trace). Columns: ``key`` (the hold's), ``n_reads``
     (UInt32: the consumers read, so the provider's allocations), ``loop_s`` (Float64: from
     the provider read's start to the last consumer read's end) and ``l0_ns`` (Int64: the
-    provider read's start). Holds whose trace shows no
-    provider read (the periodic task's own request ids, INFO lines missing) are left out."""
+    provider read's start). Holds whose trace shows no provider read (the periodic task's own
+    request ids, INFO lines missing) are left out."""
     sp = spans.filter(pl.col("service") == "placement-api").select(
         pl.col("trace_id").alias("request_id"), "operation", "start_ns", "end_ns")
     h = held.select("key", "request_id", "acq_ns", "ts_ns")

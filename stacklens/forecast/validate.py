@@ -73,13 +73,16 @@ def median_metrics(runs: list[dict[str, float | None]]
     """Per metric over several runs' :func:`measured_metrics`: the median, and the range
     ``(min, max)`` (None where no run has the metric). Repeated runs of one size on a shared
     machine differ; the median is what a forecast is held to, the range is the noise."""
-    med: dict[str, float | None] = {}
-    rng: dict[str, tuple[float, float] | None] = {}
-    for k in runs[0] if runs else {}:
-        vals = sorted(v for r in runs if (v := r.get(k)) is not None)
-        med[k] = statistics.median(vals) if vals else None
-        rng[k] = (vals[0], vals[-1]) if vals else None
+    by = _by_metric(runs)
+    med = {k: statistics.median(v) if v else None for k, v in by.items()}
+    rng = {k: (v[0], v[-1]) if v else None for k, v in by.items()}
     return med, rng
+
+
+def _by_metric(runs: list[dict[str, float | None]]) -> dict[str, list[float]]:
+    """Per metric of the first run's: the runs' values, sorted, None left out."""
+    return {k: sorted(v for r in runs if (v := r.get(k)) is not None)
+            for k in (runs[0] if runs else {})}
 
 
 def seed_spread(preds: list[dict[str, float | None]]
@@ -90,13 +93,9 @@ def seed_spread(preds: list[dict[str, float | None]]
     A burst that piles onto one host in some seeds and splits in others shows here as a wide
     range of p95 and throughput around the median."""
     out: dict[str, tuple[float, float] | None] = {}
-    for k in preds[0] if preds else {}:
-        vals = [v for p in preds if (v := p.get(k)) is not None]
-        if len(vals) < 2:
-            out[k] = None
-            continue
-        q = statistics.quantiles(vals, n=10, method="inclusive")
-        out[k] = (q[0], q[-1])
+    for k, vals in _by_metric(preds).items():
+        q = statistics.quantiles(vals, n=10, method="inclusive") if len(vals) >= 2 else None
+        out[k] = (q[0], q[-1]) if q else None
     return out
 
 
