@@ -118,15 +118,19 @@ def test_compare_reports_the_scheduler_change_and_its_config(lab_runs, tmp_path)
     (spread,) = create["changes"]
     print("spread vs default:", spread["verdict"], spread["ratio"], spread["ci"],
           spread["p_value"])
-    # the spread lab places the burst on every host; nova's default piles it onto one host by
-    # chance (40 of 40 measured, but also 30 + 10 and 28 + 12): only a pile of the whole burst
-    # makes the change certain (2.5x measured); a split default run may not differ significantly
-    # (ratio 0.81, p 0.056 measured with 28 + 12)
+    # the spread lab places the burst on every host: nova 31's scheduler draws each host with
+    # random.choice from the host_subset_size best, here all of them, so the split is random too
+    # (11/10/10/9 measured, but also 21/7/6/6 in the scheduler's own "Selected host" lines);
+    # nova's default piles the burst onto one host by chance (40 of 40 measured, but also
+    # 30 + 10 and 28 + 12): only a pile of the whole burst against an even split makes the
+    # change certain (2.5x measured); a split default run may not differ significantly (ratio
+    # 0.81, p 0.056 measured with 28 + 12)
     hosts = {r: RunStore(lab_runs[r]).read("requests")["host"].value_counts()["count"]
              for r in ("default", "spread")}
-    assert hosts["spread"].len() == K_COMPUTES and hosts["spread"].max() < SERVERS // 2
+    print("hosts:", {r: sorted(c.to_list(), reverse=True) for r, c in hosts.items()})
+    assert hosts["spread"].len() == K_COMPUTES
     assert spread["ratio"] is not None
-    if hosts["default"].max() >= 0.9 * SERVERS:
+    if hosts["default"].max() >= 0.9 * SERVERS and hosts["spread"].max() < SERVERS // 2:
         assert spread["significant"] and spread["ratio"] < 1, spread
     html = _stacklens("compare", lab_runs["default"], lab_runs["spread"], "--html",
                       tmp_path / "c.html", env=env)
