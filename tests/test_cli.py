@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -132,3 +133,25 @@ def test_analyze_real_devstack_job(tmp_path: Path):
     assert r.returncode == 0, r.stderr
     assert "server.create" in r.stdout or "Operations" in r.stdout
     assert (tmp_path / "run" / "report.html").exists()
+
+
+def _jemalloc_options(prelude: str) -> str:
+    """What Polars' jemalloc prints of its options at exit (``stats_print``) after ``prelude``
+    and a Polars query, in a fresh interpreter without ``_RJEM_MALLOC_CONF``."""
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    code = (f"{prelude}; import os; os.environ['_RJEM_MALLOC_CONF'] += ',stats_print:true'; "
+            "import polars as pl; pl.DataFrame({'a': range(10)}).sum()")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout + out.stderr
+
+
+def test_cli_sets_polars_allocator_decay_before_polars_loads():
+    """The CLI's jemalloc decay (stacklens.cli._alloc) reaches Polars' allocator, and a value
+    already in the environment is kept (here Polars' own defaults come back)."""
+    text = _jemalloc_options("import stacklens.cli, sys; assert 'polars' not in sys.modules")
+    assert "opt.dirty_decay_ms: 3000 " in text and "opt.muzzy_decay_ms: 3000 " in text, text[:2000]
+    text = _jemalloc_options("import os; os.environ['_RJEM_MALLOC_CONF'] = 'narenas:2'; "
+                             "import stacklens.cli")
+    assert "opt.dirty_decay_ms: 500 " in text, text[:2000]

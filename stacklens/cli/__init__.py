@@ -9,6 +9,7 @@ import sys
 import typer
 
 from stacklens import __version__
+from stacklens.cli import _alloc  # noqa: F401  (before Polars is imported: see the module)
 from stacklens.errors import StacklensError
 
 __all__ = ["app", "build_app", "main"]
