@@ -12,7 +12,7 @@ from polars.testing import assert_frame_equal
 
 from stacklens.analyze.mining import mine_error_templates, mine_store
 from stacklens.errors import StoreError
-from stacklens.pipeline import ingest_step, trace_step
+from stacklens.pipeline import ingest_step, trace_and_mine_step, trace_step
 from stacklens.schema import EVENTS, TRACES, conform
 from stacklens.store import RunStore
 
@@ -30,6 +30,25 @@ def test_real_logs_same_as_whole_tables(tmp_path, name):
     for k, want in _whole(store).items():
         assert_frame_equal(got[k], want, check_row_order=True)
     assert got["templates"].height > 0
+
+
+def test_mining_beside_the_trace_stage_gives_the_same_tables(tmp_path):
+    """trace_and_mine_step (mining's first pass in a thread beside the trace stage) writes the
+    tables of trace_step then mine_step."""
+    logs = str(need(DATA / "oslo-logs" / "devstack-gate-cinder-ci-2016"))
+    a, b = RunStore(tmp_path / "a"), RunStore(tmp_path / "b")
+    ingest_step(a, [logs])
+    ingest_step(b, [logs])
+    assert trace_and_mine_step(a).traces == trace_step(b).traces
+    mine_store(b)
+    for name in ("templates", "error_templates", "traces", "spans", "breakdown"):
+        assert_frame_equal(a.read(name), b.read(name), check_row_order=True)
+
+
+def test_a_trace_error_is_raised_and_mining_waited_for(tmp_path):
+    """Before ingest both steps fail: the trace stage's error is the one raised."""
+    with pytest.raises(StoreError):
+        trace_and_mine_step(RunStore(tmp_path))
 
 
 def test_failed_trace_on_a_warning_line_keeps_its_traceback(tmp_path):

@@ -1,6 +1,10 @@
 """The template-mining step, run after trace and before the report: Drain3 templates
 (:mod:`stacklens.analyze.templates`) over the run's ERROR/CRITICAL records, and the template of
 each failed trace's first error. The report reads the tables this step writes.
+
+Two passes, in this order (Drain's clusters depend on the order of the messages): every
+ERROR/CRITICAL record in row order (:func:`mine_errors`; it reads only ``events``, so the
+pipeline runs it while the trace stage runs), then each failed trace's first error.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ from stacklens.analyze.templates import TemplateMiner, error_text, needs_traceba
 from stacklens.store import RunStore
 from stacklens.vocab import ERROR_LEVELS
 
-__all__ = ["mine_error_templates", "mine_store"]
+__all__ = ["mine_error_templates", "mine_errors", "mine_store", "mine_store_errors",
+           "mine_store_failed"]
 
 
 def mine_error_templates(events: pl.DataFrame, traces: pl.DataFrame) -> dict[str, pl.DataFrame]:
@@ -22,11 +27,26 @@ def mine_error_templates(events: pl.DataFrame, traces: pl.DataFrame) -> dict[str
     ``error_file``, ``error_line_no``). Returns ``templates`` (:data:`stacklens.schema.TEMPLATES`:
     template_id Int64, template String, n_events Int64) and ``error_templates`` (``trace_id``,
     ``template_id``, ``template``: the template of each failed trace's first error)."""
+    miner = mine_errors(events)
+    return _failed_templates(miner, events, traces)
+
+
+def mine_errors(events: pl.DataFrame) -> TemplateMiner:
+    """The miner after every ERROR/CRITICAL record of ``events`` (``level``, ``message``,
+    ``continuation``), in row order: the first of the two passes of
+    :func:`mine_error_templates`, which reads no trace table."""
     miner = TemplateMiner()
     errs = events.filter(pl.col("level").is_in(ERROR_LEVELS)).select("message", "continuation")
     for m, c in errs.iter_rows():
         if m is not None:
             miner.add(error_text(m, c))
+    return miner
+
+
+def _failed_templates(miner: TemplateMiner, events: pl.DataFrame, traces: pl.DataFrame
+                      ) -> dict[str, pl.DataFrame]:
+    """The second pass: ``templates`` as mined so far, then each failed trace's first error
+    (its continuation from ``events``' ``file``, ``line_no``, ``continuation``) added in turn."""
     tpl = pl.DataFrame(
         miner.templates(), schema=["template_id", "template", "n_events"], orient="row"
     )
@@ -47,7 +67,8 @@ def mine_error_templates(events: pl.DataFrame, traces: pl.DataFrame) -> dict[str
 
 def mine_store(store: RunStore) -> dict[str, pl.DataFrame]:
     """Read ``events`` and ``traces`` from ``store``, mine them (:func:`mine_error_templates`),
-    write tables ``templates`` and ``error_templates``, and return them.
+    write tables ``templates`` and ``error_templates``, and return them: :func:`mine_store_errors`
+    then :func:`mine_store_failed`.
 
     Only what the mining reads is loaded, so its memory follows the errors, not the logs: the
     ERROR/CRITICAL records and the failed traces' first-error lines (level, message, file,
@@ -58,43 +79,57 @@ def mine_store(store: RunStore) -> dict[str, pl.DataFrame]:
     whole tables.
 
     Raises :class:`~stacklens.errors.StoreError` when ingest or trace has not run."""
-    traces = store.read("traces", columns=["trace_id", "error", "error_file", "error_line_no"])
-    failed = traces.filter(pl.col("error").is_not_null())
-    where = failed.select(
-        pl.col("error_file").alias("file"), pl.col("error_line_no").alias("line_no")
-    ).unique()
+    return mine_store_failed(store, mine_store_errors(store))
+
+
+def mine_store_errors(store: RunStore) -> TemplateMiner:
+    """The first pass of :func:`mine_store` (:func:`mine_errors`): it reads ``events`` only,
+    so it can run while the trace stage runs. Raises :class:`~stacklens.errors.StoreError`
+    before ingest."""
     path = store.parquet_path("events")
-
-    def ev() -> pl.LazyFrame:
-        # a scan per branch: Polars caches a subplan two branches share, which held every
-        # record's columns before either filtered
-        return pl.scan_parquet(path, row_index_name="_row").select(
-            "_row", "level", "message", "file", "line_no")
-
-    events = pl.concat([
-        ev().filter(pl.col("level").is_in(ERROR_LEVELS)),
-        ev().filter(~pl.col("level").is_in(ERROR_LEVELS) | pl.col("level").is_null())
-        .join(where.lazy(), on=["file", "line_no"], how="semi"),
-    ]).collect(engine="streaming")
-    # the continuations error_text reads: records of a trivial message, and the first-error
-    # lines of failed traces whose error is trivial (their continuation joins by file, line)
-    trivial_at = failed.filter(pl.col("error").map_elements(
-        needs_traceback, return_dtype=pl.Boolean)).select(
-        pl.col("error_file").alias("file"), pl.col("error_line_no").alias("line_no"))
+    events = (
+        pl.scan_parquet(path, row_index_name="_row")
+        .select("_row", "level", "message")
+        .filter(pl.col("level").is_in(ERROR_LEVELS))
+        .collect(engine="streaming")
+    )
     want = pl.Series([needs_traceback(m) for m in events.get_column("message")],
                      dtype=pl.Boolean)
-    at = events.join(trivial_at.unique(), on=["file", "line_no"], how="semi").get_column("_row")
-    rows = events.filter(want).get_column("_row").append(at).unique()
+    return mine_errors(_with_continuations(store, events, events.filter(want)))
+
+
+def mine_store_failed(store: RunStore, miner: TemplateMiner) -> dict[str, pl.DataFrame]:
+    """The second pass of :func:`mine_store` on ``miner`` (:func:`mine_store_errors`'): the
+    failed traces' first errors; writes ``templates`` and ``error_templates`` and returns them.
+    Raises :class:`~stacklens.errors.StoreError` before trace."""
+    traces = store.read("traces", columns=["trace_id", "error", "error_file", "error_line_no"])
+    # the continuations error_text reads here: the first-error lines of failed traces whose
+    # error is trivial (joined by file, line); the others' are never read
+    trivial_at = traces.filter(pl.col("error").is_not_null() & pl.col("error").map_elements(
+        needs_traceback, return_dtype=pl.Boolean)).select(
+        pl.col("error_file").alias("file"), pl.col("error_line_no").alias("line_no")).unique()
+    lines = (
+        pl.scan_parquet(store.parquet_path("events"), row_index_name="_row")
+        .select("_row", "file", "line_no")
+        .join(trivial_at.lazy(), on=["file", "line_no"], how="semi")
+        .collect(engine="streaming")
+    )
+    mined = _failed_templates(miner, _with_continuations(store, lines, lines), traces)
+    store.write(mined)
+    return mined
+
+
+def _with_continuations(store: RunStore, events: pl.DataFrame, at: pl.DataFrame
+                        ) -> pl.DataFrame:
+    """``events`` (with the ``_row`` of their record in ``events.parquet``) and a
+    ``continuation`` column read for the rows of ``at`` (null elsewhere); ``_row`` dropped."""
     tb = (
-        pl.scan_parquet(path, row_index_name="_row")
-        .filter(pl.col("_row").is_in(rows.implode()))
+        pl.scan_parquet(store.parquet_path("events"), row_index_name="_row")
+        .filter(pl.col("_row").is_in(at.get_column("_row").unique().implode()))
         .select("_row", "continuation")
         .collect(engine="streaming")
     )
     # rebuilt from Python strings: the read's strings share whole row groups' buffers
     tb = tb.with_columns(continuation=pl.Series(tb.get_column("continuation").to_list(),
                                                 dtype=pl.String))
-    events = events.join(tb, on="_row", how="left", maintain_order="left").drop("_row")
-    mined = mine_error_templates(events, traces)
-    store.write(mined)
-    return mined
+    return events.join(tb, on="_row", how="left", maintain_order="left").drop("_row")

@@ -21,9 +21,8 @@ from stacklens.pipeline import (
     OnProgress,
     StageProgress,
     ingest_step,
-    mine_step,
     report_step,
-    trace_step,
+    trace_and_mine_step,
 )
 from stacklens.report.json_out import render_json
 from stacklens.report.terminal import render_terminal
@@ -106,8 +105,7 @@ def analyze_store(store: RunStore, paths: Sequence[str], opts: IngestOptions,
         ing = ingest_step(store, paths, opts, on_progress)
     if not quiet:
         print_ingest(ing)
-    tr = trace_step(store)
-    mine_step(store)
+    tr = trace_and_mine_step(store)
     if (store.path / "config").is_dir():  # the cloud's config files a run kept: config advice
         write_config_findings(store.path)
     if not quiet:
