@@ -12,10 +12,9 @@ replayed alone (vegeta's ``attack | encode | report``):
 
 Steps: :func:`ingest_step` (logs -> events), :func:`trace_step` (events -> traces, spans, flows,
 breakdown, phases, clock offsets), :func:`mine_step` (error templates; :func:`trace_and_mine_step`
-runs the two, overlapped), :func:`report_step`
-(tables -> report.json, report.html; reads only). ``stacklens analyze`` is :func:`analyze_logs`;
-``stacklens run`` drives the load (:mod:`stacklens.drive`) and then runs the same steps with
-the run's window.
+runs the two overlapped), :func:`report_step` (tables -> report.json, report.html; reads
+only). ``stacklens analyze`` is :func:`analyze_logs`; ``stacklens run`` drives the load
+(:mod:`stacklens.drive`) and then runs the same steps with the run's window.
 """
 
 from __future__ import annotations
