@@ -122,7 +122,10 @@ def mine_store_failed(store: RunStore, miner: TemplateMiner) -> dict[str, pl.Dat
 def _with_continuations(store: RunStore, events: pl.DataFrame, at: pl.DataFrame
                         ) -> pl.DataFrame:
     """``events`` (with the ``_row`` of their record in ``events.parquet``) and a
-    ``continuation`` column read for the rows of ``at`` (null elsewhere); ``_row`` dropped."""
+    ``continuation`` column read for the rows of ``at`` (null elsewhere); ``_row`` dropped.
+    No row of ``at`` (no trivial message, the usual case): no read."""
+    if not at.height:
+        return events.drop("_row").with_columns(continuation=pl.lit(None, pl.String))
     tb = (
         pl.scan_parquet(store.parquet_path("events"), row_index_name="_row")
         .filter(pl.col("_row").is_in(at.get_column("_row").unique().implode()))
