@@ -196,6 +196,47 @@ def test_offsets_host_seen_only_in_plain_records_of_a_day(tmp_path) -> None:
     assert second.height and "2 hosts (a, b)" in second.get_column("note")[0]
 
 
+def test_offsets_from_folded_context_dumps_identical(tmp_path) -> None:
+    """Kilo and older receipts log only ``unpacked context: {... 'request_id': ...}`` (the
+    receiver's own context null): the bounded stage folds a (host, service, logger, ids, day)
+    group's dumps per dump id, and the offsets stay the whole frame's. Several ids per group,
+    each received more than once and first at a different time, the compute clock 2 s behind;
+    a dump with an RPC id is kept whole, one without a request id folds to a null message."""
+    t0 = 1_600_000_000 * 10**9
+    ctl = {"host": "ctl", "service": "nova-conductor", "pid": 7,
+           "logger": "oslo_messaging._drivers.amqpdriver"}
+    rows = []
+    for k in range(12):
+        rid = f"req-{k:08d}-0000-4000-8000-000000000000"
+        t = t0 + k * 50_000_000
+        rows.append(_row(ts_ns=t, level="DEBUG", message=f"MSG_ID is {k:032x}", request_id=rid,
+                         **ctl))
+        for j, cmp in enumerate(("cmp1", "cmp2")):
+            at = t + 5_000_000 - 2 * 10**9 * (j + 1) + 1_000_000 * j
+            for r in range(3):  # the same context received 3 times, 20 ms apart
+                rows.append(_row(ts_ns=at + r * 20_000_000, level="DEBUG", host=cmp,
+                                 service="nova-compute", pid=9,
+                                 logger="oslo_messaging._drivers.amqpdriver",
+                                 message=f"unpacked context: {{u'user': None, u'request_id': "
+                                         f"u'{rid}', u'is_admin': True}}",
+                                 rpc_id=(f"{k:032x}" if r == 2 and k % 4 == 0 else None)))
+    rows.append(_row(ts_ns=t0 + 10**9, level="DEBUG", host="cmp1", service="nova-compute",
+                     pid=9, logger="oslo_messaging._drivers.amqpdriver",
+                     message="unpacked context: {u'user': None, u'is_admin': True}"))
+    events = pl.DataFrame(rows, schema=EVENTS, orient="row").sample(fraction=1.0, shuffle=True,
+                                                                     seed=3)
+    store = RunStore(tmp_path)
+    store.write({"events": events})
+    whole = _same(store, 2)
+    off = whole["clock_offsets"]
+    # each compute's bound comes from its first receipt of each context (the later two
+    # receipts would loosen it by 20 and 40 ms): one-sided, so not applied
+    cmp = off.filter(pl.col("host") != "ctl").sort("host")
+    assert cmp.get_column("lo_s").to_list() == pytest.approx([1.994, 3.993], abs=1e-9), off
+    assert cmp.get_column("n_constraints").to_list() == [12, 12], off
+    assert cmp.get_column("note").str.contains("rpc_context").all(), off
+
+
 def test_trace_step_records_buckets(tmp_path, monkeypatch) -> None:
     store = RunStore(tmp_path)
     events = _synthetic(12)

@@ -64,7 +64,7 @@ from stacklens.trace import LINK_COLUMNS, build_traces, trace_tables
 from stacklens.trace.classify import adopt_orphan_markers
 from stacklens.trace.clocks import _DAY_NS, correct_clocks
 from stacklens.trace.link import link_events
-from stacklens.trace.skew import clock_messages, clock_text
+from stacklens.trace.skew import clock_messages, clock_text, context_dump, context_dump_text
 from stacklens.vocab import RPC_SENDS, RpcKind
 
 __all__ = [
@@ -265,49 +265,58 @@ def _offsets(path: Path, columns: Sequence[str]) -> pl.DataFrame:
 
 
 def _clock_frame(path: Path, cols: Sequence[str]) -> pl.DataFrame:
-    """What the clock rules read, with the *plain* records folded: a record with no RPC kind or
-    id, no HTTP status and no message a rule reads (:func:`~stacklens.trace.skew.clock_messages`)
-    is read by a rule only through the earliest time of its (request id or global request id,
-    host) among records of a service or logger (:mod:`stacklens.trace.causal`: ``first``
-    records of a request per host), and by :func:`~stacklens.trace.clocks.correct_clocks`
-    through the hosts logging each UTC day and the days' order of first record. So the plain
-    records of one (host, service, logger, request id, global request id, UTC day) become one
-    row with their earliest ``ts_ns`` (``pid`` and ``http_dur_s`` null: no rule reads them on
-    such a record), in the place of the first: the offsets are the same (the 10 M-line
-    bench corpus: 2.43 M plain records fold into 168 k rows, the frame shrinks from 3.5 M to
-    1.26 M rows). The other records' ``message`` is as the rules read it
-    (:func:`~stacklens.trace.skew.clock_text`: null where no rule reads it, a context dump cut
-    to its request id). Columns: ``cols`` of the events Parquet file ``path``; rows in file
-    order.
+    """What the clock rules read, with the *plain* records and the context dumps folded.
+
+    A record with no RPC kind or id and no HTTP status whose message no rule reads
+    (:func:`~stacklens.trace.skew.clock_messages`) is read by a rule only through the earliest
+    time of its (request id or global request id, host) among records of a service or logger
+    (:mod:`stacklens.trace.causal`: ``first`` records of a request per host), and by
+    :func:`~stacklens.trace.clocks.correct_clocks` through the hosts logging each UTC day and
+    the days' order of first record. Such a record that is an oslo.messaging context dump
+    (:func:`~stacklens.trace.skew.context_dump`, Kilo and older receipts) is read in the same
+    ways and, besides, through the earliest time of its dump's request id per host
+    (``_context_rows``). So the records of one (host, service, logger, request id, global
+    request id, UTC day, message as the rules read it: null, or the dump cut to its request
+    id, :func:`~stacklens.trace.skew.context_dump_text`) become one row with their earliest
+    ``ts_ns`` (``pid`` and ``http_dur_s`` null: no rule reads them on such a record), in the
+    place of the first: the offsets are the same. 30 M-line bench corpus: 10.5 M records ->
+    3.77 M rows folding the plain records only, -> 2.0 M folding the dumps too. The other
+    records' ``message`` is as the rules read it (:func:`~stacklens.trace.skew.clock_text`).
+    Columns: ``cols`` of the events Parquet file ``path``; rows in file order.
 
     Memory: the kept and the folded records come from two scans, not one shared scan: Polars
     caches a subplan two branches share (``comm_subplan_elim``), which held every record's
     columns, ``message`` included (3.6 -> 1.8 GiB peak on the 10.5 M records of the 30 M-line
     bench corpus); the row number comes from the Parquet reader (``row_index_name``), which
     streams, where ``with_row_index`` on the scan did not (1.8 -> 1.2 GiB for the kept
-    records alone)."""
-    said = clock_messages()
-    plain = (pl.col("rpc_kind").is_null() & pl.col("rpc_id").is_null()
-             & pl.col("http_status").is_null() & ~said)
+    records alone). The kept records stream in file order and the folded rows are few: the
+    two are merged by row number (``merge_sorted``) in the streaming read, not concatenated
+    and sorted, which held the kept records twice (this frame's peak 2.4 -> 1.4 GiB there).
+    """
+    dump = context_dump()
+    fold = (pl.col("rpc_kind").is_null() & pl.col("rpc_id").is_null()
+            & pl.col("http_status").is_null() & (~clock_messages() | dump))
 
     def ev() -> pl.LazyFrame:
         return pl.scan_parquet(path, row_index_name="_row").select("_row", *cols)
 
-    key = ["host", "service", "logger", "request_id", "global_request_id", "_day"]
-    kept = ev().filter(~plain).with_columns(message=clock_text())
+    key = ["host", "service", "logger", "request_id", "global_request_id", "message", "_day"]
+    kept = ev().filter(~fold).with_columns(message=clock_text())
     folded = (
-        ev().filter(plain)
-        .with_columns(_day=pl.col("ts_ns") // _DAY_NS)
+        ev().filter(fold)
+        .with_columns(message=pl.when(dump).then(context_dump_text()),
+                      _day=pl.col("ts_ns") // _DAY_NS)
         .group_by(key)
         .agg(pl.col("_row").min(), pl.col("ts_ns").min())
         .drop("_day")
-    )
-    return (
-        pl.concat([kept, folded], how="diagonal")
         .sort("_row")
-        .select(*cols)
-        .collect(engine="streaming")
     )
+    names = kept.collect_schema().names()
+    folded = pl.concat([kept.head(0), folded], how="diagonal").select(names)
+    out = kept.merge_sorted(folded, key="_row").collect(engine="streaming")
+    if not out.get_column("_row").is_sorted():  # merge_sorted trusts its inputs' order
+        out = out.sort("_row")
+    return out.select(*cols)
 
 
 def _corrected(path: Path, offsets: pl.DataFrame, keep: pl.Expr) -> pl.DataFrame:

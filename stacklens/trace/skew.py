@@ -38,7 +38,7 @@ from stacklens.vocab import RPC_SENDS, RpcKind, is_client
 
 __all__ = [
     "CONSTRAINTS", "SkewResult", "apply_offsets", "causal_constraints", "clock_messages",
-    "clock_text", "estimate_offsets",
+    "clock_text", "context_dump", "context_dump_text", "estimate_offsets",
 ]
 
 #: One row per cross-host causal pair (see the module docstring for the meaning of lower_s).
@@ -151,7 +151,7 @@ def _context_rows(ev: pl.DataFrame, res: float) -> list[pl.DataFrame]:
         )
     ).select("request_id", "host", "ts_ns").collect()
     recv = (
-        ev.lazy().filter(oslo & msg.str.starts_with("unpacked context:").fill_null(False))
+        ev.lazy().filter(context_dump())
         .select(_dump_request_id(msg).alias("request_id"), "host", "ts_ns")
         .filter(pl.col("request_id").is_not_null())
         .collect()
@@ -170,13 +170,25 @@ def clock_text() -> pl.Expr:
     the same rows on this text as on the whole message: ``_context_rows`` reads a dump only
     through that id, and every other rule keeps only messages that start with its own pattern
     (``REQ: curl``, ``<METHOD> call to``, ``RESP:``, ``MSG_ID is``, ``Starting to schedule``)."""
-    msg, log = pl.col("message"), pl.col("logger").fill_null("")
-    dump = log.str.starts_with("oslo_messaging") & msg.str.starts_with("unpacked context:")
-    cut = pl.concat_str([pl.lit("unpacked context: {'request_id': '"),
-                         _dump_request_id(msg), pl.lit("'}")])
     return (pl.when(~clock_messages()).then(None)
-            .when(dump.fill_null(False)).then(cut)
-            .otherwise(msg))
+            .when(context_dump()).then(context_dump_text())
+            .otherwise(pl.col("message")))
+
+
+def context_dump() -> pl.Expr:
+    """True for an oslo.messaging ``unpacked context: {...}`` dump (Kilo and older receipts),
+    the records :func:`_context_rows` reads as receipts (false where ``message`` is null)."""
+    log = pl.col("logger").fill_null("")
+    return (log.str.starts_with("oslo_messaging")
+            & pl.col("message").str.starts_with("unpacked context:")).fill_null(False)
+
+
+def context_dump_text() -> pl.Expr:
+    """A dump's ``message`` cut to ``unpacked context: {'request_id': '<id>'}``, the id
+    :func:`_context_rows` extracts (null when it finds none): the whole of what the clock rules
+    read of a dump."""
+    return pl.concat_str([pl.lit("unpacked context: {'request_id': '"),
+                          _dump_request_id(pl.col("message")), pl.lit("'}")])
 
 
 def clock_messages() -> pl.Expr:
