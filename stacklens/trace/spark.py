@@ -7,8 +7,8 @@ sharing an RPC id joined and packed into buckets) runs on the driver, in Polars,
 events Parquet file: this is the part that is not distributed, and its memory is the
 driver's. It reads every record of the file (narrow columns), not only the traced ones: its
 peak was ~840 B per record on the 1 M-line bench corpus (+516 MiB for 645,580 records, of
-which 395,150 traced), and :mod:`stacklens.trace.bounded` notes ~1.9 GiB for the 10.5 M
-records of the 30 M-line corpus (~180 B per record). Its outcome per traced record (bucket ``_b``,
+which 395,150 traced), and :mod:`stacklens.trace.bounded` notes ~1.5 GiB for the 10.5 M
+records of the 30 M-line corpus (~150 B per record). Its outcome per traced record (bucket ``_b``,
 corrected ``ts_ns``, ``eid``, ``req_local``, ``trace_id``) is shipped to Spark and joined to
 the events Spark reads itself; ``groupBy("_b").applyInArrow`` then runs the unchanged
 :func:`~stacklens.trace.trace_tables` on each bucket in a worker, and the driver collects the
