@@ -200,7 +200,7 @@ def test_offsets_from_folded_context_dumps_identical(tmp_path) -> None:
     """Kilo and older receipts log only ``unpacked context: {... 'request_id': ...}`` (the
     receiver's own context null): the bounded stage folds a (host, service, logger, ids, day)
     group's dumps per dump id, and the offsets stay the whole frame's. Several ids per group,
-    each received more than once and first at a different time, the compute clock 2 s behind;
+    each received more than once and first at a different time, the computes 2 and 4 s behind;
     a dump with an RPC id is kept whole, one without a request id folds to a null message."""
     t0 = 1_600_000_000 * 10**9
     ctl = {"host": "ctl", "service": "nova-conductor", "pid": 7,
