@@ -88,17 +88,18 @@ def test_real_logs_identical_in_small_tasks(monkeypatch):
 
 
 def test_fast_paths_are_on():
-    """The hand-written fast paths (oslo header, DEBUG suffix, windowed redaction) match the
-    patterns they were written for. When this fails after a change to formats.py, tokenize.py
-    or redact.py, the native path still gives the same tables (it falls back to the regexes)
-    but slower: update the constants and their proofs in native/src/tok.rs.
+    """The hand-written fast paths (oslo header, DEBUG suffix, traceback key, windowed
+    redaction) match the patterns they were written for. When this fails after a change to
+    formats.py, tokenize.py or redact.py, the native path still gives the same tables (it falls
+    back to the regexes) but slower: update the constants and their proofs in native/src/tok.rs
+    and native/src/fast.rs.
 
     Redaction: the windowed fast path (native/src/redact.rs) is written for the rule set of
     :mod:`stacklens.ingest.redact` (issue 15: 21 rules, PEM, SAML, keyed forms); a change to
     the rules turns it off until its constants and proof are updated."""
     fmt = FMT["oslo"]
     on = tok._native.fast_paths(fmt.name, tok._native_patterns(fmt))
-    assert on == {"oslo_header": True, "debug_suffix": True, "redact": True}
+    assert on == {"oslo_header": True, "debug_suffix": True, "tb_line": True, "redact": True}
 
 
 # --- generated input ----------------------------------------------------------------------------

@@ -62,6 +62,7 @@ def test_fast_path_constants_match_the_python_patterns():
     p = native_patterns(by_name("oslo"))
     assert c["oslo_header"] == p["header"]
     assert c["oslo_trace"] == p["trace"]
+    assert c["oslo_tb_line"] == p["tb_line"]
     assert c["debug_suffix"] == fields.DEBUG_SUFFIX
     assert c["binary"] == fields.BINARY
     assert c["instance"] == fields.INSTANCE

@@ -12,6 +12,50 @@ pub const OSLO_TRACE: &str = r"^\S+ \S+ (?:\d+ )?TRACE ";
 /// The devstack DEBUG suffix `debug_suffix_start` implements.
 pub const DEBUG_SUFFIX: &str = r"(?:\s*\{\{\(pid=\d+\) [^}]*\}\}|\s\S+ /\S+\.py:\d+)$";
 
+/// The oslo format's traceback-key rule (`formats/oslo.py` `tb_line`) `oslo_tb_fast` implements.
+pub const OSLO_TB_LINE: &str = r"^(?P<k>\S+ \S+ (?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$";
+
+/// The groups of `OSLO_TB_LINE` on an ASCII line without '\n', as byte ends: `Some(Some((k,
+/// lvl, lg)))` for `k = ..k`, `lvl = k..lvl`, `lg = lvl + 1..lg`, `rest = lg..`; `Some(None)`
+/// when it does not match; `None` for a non-ASCII line (then the regex decides).
+///
+/// Why it is the regex: each `\S+` is followed by a literal space (or, for `lg`, by `.*$`,
+/// which takes anything on a line), so a shorter run than the whole run of non-space bytes
+/// only leaves a non-space byte where the space must be: the runs are the maximal ones. The
+/// same holds for `\d+` and `[A-Z]+` before their space. `(?:\d+ )?` is tried first; without
+/// it `[A-Z]+` would start at a digit, so when it matches and `[A-Z]+ ` fails after it, the
+/// line does not match at all. On ASCII text `\S` is every byte but `[\t\n\v\f\r ]`.
+pub fn oslo_tb_fast(b: &[u8]) -> Option<Option<(usize, usize, usize)>> {
+    if !b.is_ascii() {
+        return None;
+    }
+    let ws = |c: u8| matches!(c, 0x09..=0x0d | b' ');
+    // the end of the maximal run of bytes of `class` from `i`
+    let run = |i: usize, class: &dyn Fn(u8) -> bool| -> usize {
+        let mut j = i;
+        while j < b.len() && class(b[j]) {
+            j += 1;
+        }
+        j
+    };
+    let word = |i: usize| -> Option<usize> {
+        let j = run(i, &|c| !ws(c));
+        (j > i && b.get(j) == Some(&b' ')).then_some(j + 1)
+    };
+    let Some(i) = word(0).and_then(word) else { return Some(None) };
+    let d = run(i, &|c: u8| c.is_ascii_digit());
+    let k = if d > i && b.get(d) == Some(&b' ') { d + 1 } else { i };
+    let lvl = run(k, &|c: u8| c.is_ascii_uppercase());
+    if lvl == k || b.get(lvl) != Some(&b' ') {
+        return Some(None);
+    }
+    let lg = run(lvl + 1, &|c| !ws(c));
+    if lg == lvl + 1 {
+        return Some(None);
+    }
+    Some(Some((k, lvl, lg)))
+}
+
 /// Where `DEBUG_SUFFIX` matches (leftmost) in an ASCII message, if it does. Every match ends
 /// at the end, so the leftmost match starts at the smallest `s` such that `m[s..]` is, whole,
 /// `\s*\{\{\(pid=\d+\) [^}]*\}\}` or `\s\S+ /\S+\.py:\d+` (ASCII: `\s` is `[\t\n\v\f\r ]`).
@@ -198,6 +242,38 @@ mod tests {
         ] {
             assert_eq!(debug_suffix_start(m.as_bytes()), re.find(m).map(|x| x.start()), "{m:?}");
         }
+    }
+
+    #[test]
+    fn oslo_tb_fast_matches_the_regex() {
+        let re = Regex::new(OSLO_TB_LINE).unwrap();
+        let parts = [
+            "2016-06-28", " ", "  ", "\t", "\x0b", "\r", "13:56:12.360", "29140", "1", "ERROR",
+            "DEBUG", "E", "e", "nova.compute", "[req-1 u p]", "x", "9", "-", ":", "Traceback",
+            "ERROR nova", "2016-06-28 13:56:12.360 ", "\x1c", "\x1f",
+        ];
+        let mut rng = Rng(0x5eed_0f_7b_11e5);
+        let mut matched = 0;
+        for _ in 0..300_000 {
+            let n = (rng.next() % 12) as usize;
+            let mut m = String::new();
+            if rng.next() % 3 != 0 {
+                m.push_str("2016-06-28 13:56:12.360 ");
+                if rng.next() % 2 == 0 {
+                    m.push_str(rng.pick(&["29140 ", "1 ", "12x "]));
+                }
+                m.push_str(rng.pick(&["ERROR ", "ERROR", "DEBUG x", "E  ", "Err "]));
+            }
+            m.extend((0..n).map(|_| rng.pick(&parts)));
+            let want = re.captures(&m).map(|c| {
+                let end = |g: &str| c.name(g).unwrap().end();
+                (end("k"), end("lvl"), end("lg"))
+            });
+            matched += want.is_some() as usize;
+            assert_eq!(oslo_tb_fast(m.as_bytes()), Some(want), "{m:?}");
+        }
+        assert!(matched > 20_000, "{matched}");
+        assert_eq!(oslo_tb_fast("2016-06-28 13:56:12 1 ERROR nové x".as_bytes()), None);
     }
 
     #[test]

@@ -254,6 +254,7 @@ fn constants() -> HashMap<&'static str, &'static str> {
         ("oslo_header", fast::OSLO_HEADER),
         ("oslo_trace", fast::OSLO_TRACE),
         ("debug_suffix", fast::DEBUG_SUFFIX),
+        ("oslo_tb_line", fast::OSLO_TB_LINE),
         ("binary", rules::BINARY),
         ("instance", rules::INSTANCE),
         ("redact_secret", redact::SECRET),

@@ -32,7 +32,7 @@ use rayon::prelude::*;
 use regex::Regex;
 
 use crate::arrow::{fields, Column, PrimCol, StrCol};
-use crate::fast::{debug_suffix_start, oslo_fast, DEBUG_SUFFIX, OSLO_HEADER, OSLO_TRACE};
+use crate::fast::{debug_suffix_start, oslo_fast, oslo_tb_fast, DEBUG_SUFFIX, OSLO_HEADER, OSLO_TB_LINE, OSLO_TRACE};
 use crate::redact::{Windowed, CHEAP, SECRET};
 use crate::rules::{self, has_binary, instance_uuid};
 
@@ -67,6 +67,8 @@ pub struct Rx {
     /// `fields.SHELL_PREFIX`
     shell_prefix: String,
     fast_debug: bool,
+    /// `tb_line` is `OSLO_TB_LINE` (`oslo_tb_fast` on ASCII lines)
+    fast_tb: bool,
     header: Regex,
     trace: Regex,
     has_pid: Regex,
@@ -145,6 +147,7 @@ impl Rx {
                 .cloned()
                 .ok_or("pattern \"shell_prefix\" missing")?,
             fast_debug: s("debug_suffix") == DEBUG_SUFFIX,
+            fast_tb: s("tb_line") == OSLO_TB_LINE,
             header: rx(p, "header")?,
             trace: rx(p, "trace")?,
             has_pid: rx(p, "has_pid")?,
@@ -185,6 +188,7 @@ impl Rx {
         vec![
             ("oslo_header", self.fast_oslo),
             ("debug_suffix", self.fast_debug),
+            ("tb_line", self.fast_tb),
             ("redact", self.windowed.is_some()),
         ]
     }
@@ -248,18 +252,29 @@ impl Rx {
         }
     }
 
-    /// `(key, rest)` of a header candidate for the modern-traceback rule (`tokenize._TB_LINE`):
-    /// the key is the wrapper prefix, timestamp, pid and logger; None unless the level is ERROR
-    /// (only ERROR lines can link) or the pattern does not match.
-    fn tb_key<'s>(&self, s: &'s str, need_error: bool) -> Option<(String, &'s str, bool)> {
+    /// `(key, rest, is_error)` of a header candidate for the modern-traceback rule
+    /// (`tokenize._TB_LINE`): the key is the wrapper prefix, timestamp, pid (group `k`) and
+    /// logger (`lg`), compared as a pair (`k` ends with a space and holds no two in a row, so
+    /// pairs are equal exactly when `tokenize.py`'s `k + " " + lg` strings are); None unless
+    /// the level is ERROR (only ERROR lines can link) or the pattern does not match.
+    fn tb_key<'s>(&self, s: &'s str, need_error: bool) -> Option<((&'s str, &'s str), &'s str, bool)> {
+        if self.fast_tb {
+            if let Some(got) = oslo_tb_fast(s.as_bytes()) {
+                let (k, lvl, lg) = got?;
+                let is_err = &s[k..lvl] == "ERROR";
+                if need_error && !is_err {
+                    return None;
+                }
+                return Some(((&s[..k], &s[lvl + 1..lg]), &s[lg..], is_err));
+            }
+        }
         let c = self.tb_line.captures(s)?;
         let lvl = c.name("lvl")?.as_str();
         let is_err = lvl == "ERROR";
         if need_error && !is_err {
             return None;
         }
-        let key = format!("{} {}", c.name("k")?.as_str(), c.name("lg")?.as_str());
-        Some((key, c.name("rest")?.as_str(), is_err))
+        Some(((c.name("k")?.as_str(), c.name("lg")?.as_str()), c.name("rest")?.as_str(), is_err))
     }
 }
 
