@@ -42,7 +42,9 @@ pub fn oslo_tb_fast(b: &[u8]) -> Option<Option<(usize, usize, usize)>> {
         let j = run(i, &|c| !ws(c));
         (j > i && b.get(j) == Some(&b' ')).then_some(j + 1)
     };
-    let Some(i) = word(0).and_then(word) else { return Some(None) };
+    let Some(i) = word(0).and_then(word) else {
+        return Some(None);
+    };
     let d = run(i, &|c: u8| c.is_ascii_digit());
     let k = if d > i && b.get(d) == Some(&b' ') { d + 1 } else { i };
     let lvl = run(k, &|c: u8| c.is_ascii_uppercase());
@@ -248,9 +250,30 @@ mod tests {
     fn oslo_tb_fast_matches_the_regex() {
         let re = Regex::new(OSLO_TB_LINE).unwrap();
         let parts = [
-            "2016-06-28", " ", "  ", "\t", "\x0b", "\r", "13:56:12.360", "29140", "1", "ERROR",
-            "DEBUG", "E", "e", "nova.compute", "[req-1 u p]", "x", "9", "-", ":", "Traceback",
-            "ERROR nova", "2016-06-28 13:56:12.360 ", "\x1c", "\x1f",
+            "2016-06-28",
+            " ",
+            "  ",
+            "\t",
+            "\x0b",
+            "\r",
+            "13:56:12.360",
+            "29140",
+            "1",
+            "ERROR",
+            "DEBUG",
+            "E",
+            "e",
+            "nova.compute",
+            "[req-1 u p]",
+            "x",
+            "9",
+            "-",
+            ":",
+            "Traceback",
+            "ERROR nova",
+            "2016-06-28 13:56:12.360 ",
+            "\x1c",
+            "\x1f",
         ];
         let mut rng = Rng(0x5eed_0f_7b_11e5);
         let mut matched = 0;

@@ -274,7 +274,11 @@ impl Rx {
         if need_error && !is_err {
             return None;
         }
-        Some(((c.name("k")?.as_str(), c.name("lg")?.as_str()), c.name("rest")?.as_str(), is_err))
+        Some((
+            (c.name("k")?.as_str(), c.name("lg")?.as_str()),
+            c.name("rest")?.as_str(),
+            is_err,
+        ))
     }
 }
 
