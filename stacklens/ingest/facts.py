@@ -165,20 +165,29 @@ def _add_facts_all(events: pl.DataFrame, stats: list | None = None) -> pl.DataFr
     :data:`MAX_DUR_S` (those become null; the line keeps its method, path and status)."""
     m = pl.col("message")
     is_client = vocab_is_client()  # null logger -> False: the same rows as when(null)
-    lock_kind = m.str.extract(_LOCK, 2)
+    # each pattern runs once; its groups are read from the struct (``extract(p, i)`` is group
+    # i of the first match, as ``extract_groups(p)``'s field i)
     ev = events.with_row_index("_row").with_columns(
         _o=m.str.extract_groups(_WSGI_OSLO),
         _e=m.str.extract_groups(_WSGI_EVENTLET),
         _a=m.str.extract_groups(_WSGI_APACHE),
         _c=pl.when(is_client).then(m.str.extract_groups(_CLIENT)),
-        took_s=_num(m.str.extract(_TOOK, 1)),
-        took_what=m.str.extract(_TOOK, 2),
-        rpc_kind=m.str.extract(_RPC, 1).replace_strict(_RPC_KIND, default=None),
-        rpc_id=m.str.extract(_RPC, 2),
-        rpc_topic=m.str.extract(_RPC_TOPIC, 1),
-        lock_name=m.str.extract(_LOCK, 1),
-        lock_waited_s=pl.when(lock_kind == "waited").then(_num(m.str.extract(_LOCK, 3))),
-        lock_held_s=pl.when(lock_kind == "held").then(_num(m.str.extract(_LOCK, 3))),
+        _t=m.str.extract_groups(_TOOK),
+        _r=m.str.extract_groups(_RPC),
+        _rt=m.str.extract(_RPC_TOPIC, 1),
+        _l=m.str.extract_groups(_LOCK),
+    )
+    t, r, lk = (pl.col(x).struct for x in ("_t", "_r", "_l"))
+    lock_kind = lk[1]
+    ev = ev.with_columns(
+        took_s=_num(t[0]),
+        took_what=t[1],
+        rpc_kind=r[0].replace_strict(_RPC_KIND, default=None),
+        rpc_id=r[1],
+        rpc_topic=pl.col("_rt"),
+        lock_name=lk[0],
+        lock_waited_s=pl.when(lock_kind == "waited").then(_num(lk[2])),
+        lock_held_s=pl.when(lock_kind == "held").then(_num(lk[2])),
     )
     o, e, a, c = (pl.col(x).struct for x in ("_o", "_e", "_a", "_c"))
     ev = ev.with_columns(
@@ -188,7 +197,7 @@ def _add_facts_all(events: pl.DataFrame, stats: list | None = None) -> pl.DataFr
         _w_dur=pl.coalesce(_num(o[3]), _num(e[3]), _num(a[3]) / 1e6),
     )
     if {"file", "line_no", "ts_ns", "request_id"} <= set(ev.columns) and ev.height:
-        ev = ev.join(_returned_lines(ev), on="_row", how="left")
+        ev = ev.join(_returned_lines(ev), on="_row", how="left", maintain_order="left")
     else:
         ev = ev.with_columns(
             _rm=pl.lit(None, pl.String), _rp=pl.lit(None, pl.String),
@@ -212,7 +221,6 @@ def _add_facts_all(events: pl.DataFrame, stats: list | None = None) -> pl.DataFr
             http_dur_s=pl.when(_valid(pl.col("http_dur_s"))).then(pl.col("http_dur_s")),
             took_s=pl.when(_valid(pl.col("took_s"))).then(pl.col("took_s")),
         )
-        .sort("_row")
-        .drop("_row", "_o", "_e", "_a", "_c", "_w_method", "_w_path", "_w_status", "_w_dur",
+        .drop("_row", "_o", "_e", "_a", "_c", "_t", "_r", "_rt", "_l", "_w_method", "_w_path", "_w_status", "_w_dur",
               "_rm", "_rp", "_rs", "_rd")
     )
