@@ -226,11 +226,16 @@ fn parse_replacement(rep: &str) -> Option<Vec<Piece>> {
     Some(out)
 }
 
+/// One rule of `SECRET` alone: its regex, how many capture groups of `SECRET` come before its
+/// own, and whether it has no look-around assertion (`^ $ \b ...`: then its captures on a
+/// span read only the span's bytes, see [`Recent`]).
+type Alone = (meta::Regex, usize, bool);
+
 /// `pat`'s top-level alternatives as one multi-pattern regex (leftmost-first, patterns in
 /// order: the same matches as the alternation, each tagged with its alternative) and each
-/// alone with the number of `pat`'s capture groups before it. Errors unless `pat` is an
-/// alternation without a bare flag group at its top level and the groups add up to `full`'s.
-fn split_rules(pat: &str, full: &meta::Regex) -> Result<(meta::Regex, Vec<(meta::Regex, usize)>), String> {
+/// alone ([`Alone`]). Errors unless `pat` is an alternation without a bare flag group at its
+/// top level and the groups add up to `full`'s.
+fn split_rules(pat: &str, full: &meta::Regex) -> Result<(meta::Regex, Vec<Alone>), String> {
     use regex_syntax::ast::{parse::Parser, print::Printer, Ast};
     let ast = Parser::new().parse(pat).map_err(|e| e.to_string())?;
     let Ast::Alternation(alt) = &ast else {
@@ -256,7 +261,8 @@ fn split_rules(pat: &str, full: &meta::Regex) -> Result<(meta::Regex, Vec<(meta:
     for p in &pats {
         let r = meta::Regex::new(p).map_err(|e| e.to_string())?;
         let n = groups(&r);
-        alone.push((r, before));
+        let hir = regex_syntax::Parser::new().parse(p).map_err(|e| e.to_string())?;
+        alone.push((r, before, hir.properties().look_set().is_empty()));
         before += n;
     }
     if before != groups(full) {
@@ -266,13 +272,63 @@ fn split_rules(pat: &str, full: &meta::Regex) -> Result<(meta::Regex, Vec<(meta:
     Ok((rules, alone))
 }
 
+/// A rule's groups on one match, as byte spans relative to the match start (index: the rule's
+/// own group number; 0 is the whole match).
+type Groups = Vec<Option<(usize, usize)>>;
+
+/// Longest match whose groups [`Recent`] keeps, and how many it keeps per thread.
+const MEMO_SPAN: usize = 64;
+const MEMO_LEN: usize = 8;
+
+/// One remembered match: the rule, its text, its groups.
+type Remembered = (usize, Vec<u8>, Groups);
+
+thread_local! {
+    /// the next slot to overwrite, and the remembered matches
+    static RECENT: std::cell::RefCell<(usize, Vec<Remembered>)> =
+        const { std::cell::RefCell::new((0, Vec::new())) };
+}
+
+/// The groups of the last few short matches of rules without look-around, per thread. The
+/// same secret comes back on every RPC receipt of older releases (`'auth_token': None` in
+/// each context dump), and capturing it again cost ~10,000 instructions (the keyed rules'
+/// 49 key names). Same groups: an anchored search whose pattern has no look-around
+/// assertion reads only the bytes of its span, so the same rule on the same bytes gives the
+/// same groups at the same offsets from the start.
+struct Recent;
+
+impl Recent {
+    fn get(rule: usize, text: &[u8]) -> Option<Groups> {
+        RECENT.with(|r| {
+            r.borrow()
+                .1
+                .iter()
+                .find(|(k, t, _)| *k == rule && t.as_slice() == text)
+                .map(|e| e.2.clone())
+        })
+    }
+
+    fn put(rule: usize, text: &[u8], groups: &Groups) {
+        RECENT.with(|r| {
+            let (next, items) = &mut *r.borrow_mut();
+            let item = (rule, text.to_vec(), groups.clone());
+            if items.len() < MEMO_LEN {
+                items.push(item);
+            } else {
+                items[*next] = item;
+            }
+            *next = (*next + 1) % MEMO_LEN;
+        });
+    }
+}
+
 /// The windowed form of `SECRET.replace_all` (built once per pattern set).
 pub struct Windowed {
     /// the top-level alternatives of `SECRET` (its rules) as the patterns of one regex, in
     /// order: the pattern that matches at a candidate is the alternative `SECRET` takes there
     rules: meta::Regex,
-    /// each alternative alone, and how many capture groups of `SECRET` come before its own
-    alone: Vec<(meta::Regex, usize)>,
+    /// each alternative alone ([`Alone`])
+    alone: Vec<Alone>,
     /// `CHEAP`, for anchored checks at the `scan` hits
     cheap: meta::Regex,
     /// `SCAN`, case-sensitive (run on lower-cased text: a SIMD prefilter applies)
@@ -471,27 +527,45 @@ impl Windowed {
                 continue;
             };
             let k = half.pattern().as_usize();
-            let (re, before) = &self.alone[k];
-            let cap = caps[k].get_or_insert_with(|| re.create_captures());
-            re.search_captures(&Input::new(s).range(c..half.offset()).anchored(Anchored::Yes), cap);
-            let Some(m) = cap.get_match() else {
-                // cannot happen (the rule on its own match); a secret is never left in
-                return secret.replace_all(s, rep);
+            let (re, before, pure) = &self.alone[k];
+            let end = half.offset();
+            // a short match of a rule without look-around: its groups may be a recent one's
+            let memo = *pure && end - c <= MEMO_SPAN;
+            let hit = if memo { Recent::get(k, &b[c..end]) } else { None };
+            let groups = match hit {
+                Some(g) => g,
+                None => {
+                    let cap = caps[k].get_or_insert_with(|| re.create_captures());
+                    re.search_captures(&Input::new(s).range(c..end).anchored(Anchored::Yes), cap);
+                    if cap.get_match().is_none() {
+                        // cannot happen (the rule on its own match); a secret is never left in
+                        return secret.replace_all(s, rep);
+                    }
+                    let g: Groups = (0..cap.group_len())
+                        .map(|i| cap.get_group(i).map(|sp| (sp.start - c, sp.end - c)))
+                        .collect();
+                    if memo {
+                        Recent::put(k, &b[c..end], &g);
+                    }
+                    g
+                }
             };
-            out.push_str(&s[last..m.start()]);
+            let span = |(a, z): (usize, usize)| &s[c + a..c + z];
+            let m = groups[0].expect("group 0 is the match");
+            out.push_str(&s[last..c + m.0]);
             for p in pieces {
                 match p {
                     Piece::Lit(t) => out.push_str(t),
-                    Piece::Group(0) => out.push_str(&s[m.range()]),
+                    Piece::Group(0) => out.push_str(span(m)),
                     Piece::Group(g) => {
                         let own = g.checked_sub(*before).filter(|&x| x >= 1);
-                        if let Some(sp) = own.and_then(|x| cap.get_group(x)) {
-                            out.push_str(&s[sp.range()]);
+                        if let Some(sp) = own.and_then(|x| groups.get(x).copied().flatten()) {
+                            out.push_str(span(sp));
                         }
                     }
                 }
             }
-            last = m.end();
+            last = c + m.1;
             any = true;
         }
         if !any {

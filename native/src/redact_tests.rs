@@ -271,3 +271,46 @@ fn the_secret_pattern_splits_into_its_rules() {
         assert!(split_rules(bad, &r).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn recent_groups_are_the_captures_of_the_same_text() {
+    let full = meta::Regex::new(SECRET).unwrap();
+    let (_, alone) = split_rules(SECRET, &full).unwrap();
+    // rules with `\b` or `$` never reuse groups; the keyed ones may
+    let pure: Vec<bool> = alone.iter().map(|a| a.2).collect();
+    assert!(pure.iter().filter(|&&p| !p).count() >= 2, "{pure:?}");
+    assert!(pure.iter().filter(|&&p| p).count() >= 10, "{pure:?}");
+    let (re, cheap) = (Regex::new(SECRET).unwrap(), Regex::new(CHEAP).unwrap());
+    let w = Windowed::new().unwrap();
+    // the same short secrets again and again, in other surroundings and at other offsets
+    let mut rng = Rng(0x0123_4567_89ab_cdef);
+    let heads = [
+        "",
+        "x ",
+        "{u'auth_token': None, ",
+        "'token_id': None, ",
+        "é",
+        "%3D",
+        "--os-",
+    ];
+    let secrets = [
+        "u'auth_token': None",
+        "'auth_token': None",
+        "'token_id': None",
+        "password=S",
+        "password: S",
+        "'password': u'S'",
+        "--os-password S",
+        "token S",
+        "rabbit://u:S@h/",
+    ];
+    let mut changed = 0;
+    for _ in 0..50_000 {
+        let n = 1 + (rng.next() % 4) as usize;
+        let m: String = (0..n)
+            .map(|_| format!("{}{}, ", rng.pick(&heads), rng.pick(&secrets)))
+            .collect();
+        changed += check(&w, &re, &cheap, &m) as usize;
+    }
+    assert!(changed > 40_000, "{changed}");
+}
