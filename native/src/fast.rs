@@ -109,10 +109,49 @@ pub fn debug_suffix_start(b: &[u8]) -> Option<usize> {
     best
 }
 
+/// Byte classes of [`oslo_fast`]: `[A-Z]`, `[A-Za-z_]` (a logger's first byte), `[A-Za-z0-9_.-]`.
+const UPPER: u8 = 1;
+const LOG0: u8 = 2;
+const LOGW: u8 = 4;
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 128 {
+        let b = c as u8;
+        let alpha = b.is_ascii_alphabetic() || b == b'_';
+        t[c] = (b.is_ascii_uppercase() as u8) * UPPER
+            + (alpha as u8) * LOG0
+            + ((alpha || b.is_ascii_digit() || b == b'.' || b == b'-') as u8) * LOGW;
+        c += 1;
+    }
+    t
+};
+
+/// `(end, deferred)` of the run of bytes of `class` from `i`: `deferred` when the byte that
+/// ends it is not ASCII (a Unicode class of the regex could go on there).
+#[inline(always)]
+fn run_of(b: &[u8], mut i: usize, class: u8) -> (usize, bool) {
+    while i < b.len() && CLASS[b[i] as usize] & class != 0 {
+        i += 1;
+    }
+    (i, i < b.len() && b[i] >= 0x80)
+}
+
+/// `(end, deferred)` of the run of ASCII digits from `i` (as [`run_of`]).
+#[inline(always)]
+fn digits(b: &[u8], mut i: usize) -> (usize, bool) {
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    (i, i < b.len() && b[i] >= 0x80)
+}
+
 /// The oslo header and TRACE check on ASCII text: `Some(is_header && !is_trace)`, or `None`
 /// when a non-ASCII byte is met where it could change the answer (then the regexes decide).
+/// The bytes are read in order and the first one that decides, decides (a non-ASCII byte
+/// there defers): that keeps the answer the regexes' on every input.
 pub fn oslo_fast(b: &[u8]) -> Option<bool> {
-    // Ok(Some(c)): ASCII byte; Ok(None): end of line; Err: non-ASCII -> defer
+    // the byte at `i`: Ok(Some(c)) ASCII, Ok(None) the end, Err non-ASCII (defer)
     let at = |i: usize| -> Result<Option<u8>, ()> {
         match b.get(i) {
             None => Ok(None),
@@ -129,24 +168,25 @@ pub fn oslo_fast(b: &[u8]) -> Option<bool> {
         };
     }
     const PAT: &[u8; 19] = b"dddd-dd-dd dd:dd:dd";
-    for (k, &p) in PAT.iter().enumerate() {
-        let ok = match get!(k) {
-            None => false,
-            Some(c) if p == b'd' => c.is_ascii_digit(),
-            Some(c) => c == p,
-        };
-        if !ok {
-            return Some(false);
+    let ok = |p: u8, c: u8| if p == b'd' { c.is_ascii_digit() } else { c == p };
+    // all 19 at once when they are all there and right (the usual header), else byte by byte
+    let whole = b.len() >= 19 && PAT.iter().zip(b).fold(true, |a, (&p, &c)| a & ok(p, c));
+    if !whole {
+        for (k, &p) in PAT.iter().enumerate() {
+            match get!(k) {
+                Some(c) if ok(p, c) => {}
+                _ => return Some(false),
+            }
         }
     }
     let mut i = match get!(19) {
         Some(b' ') => 20,
         Some(b'.' | b',') => {
-            let mut j = 20;
-            while matches!(get!(j), Some(c) if c.is_ascii_digit()) {
-                j += 1;
+            let (j, defer) = digits(b, 20);
+            if defer {
+                return None;
             }
-            if j == 20 || get!(j) != Some(b' ') {
+            if j == 20 || b.get(j) != Some(&b' ') {
                 return Some(false);
             }
             j + 1
@@ -154,34 +194,36 @@ pub fn oslo_fast(b: &[u8]) -> Option<bool> {
         _ => return Some(false),
     };
     // optional pid
-    if matches!(get!(i), Some(c) if c.is_ascii_digit()) {
-        let mut j = i;
-        while matches!(get!(j), Some(c) if c.is_ascii_digit()) {
-            j += 1;
+    if get!(i).is_some_and(|c| c.is_ascii_digit()) {
+        let (j, defer) = digits(b, i);
+        if defer {
+            return None;
         }
-        if get!(j) != Some(b' ') {
+        if b.get(j) != Some(&b' ') {
             return Some(false);
         }
         i = j + 1;
     }
     // level
-    let l0 = i;
-    while matches!(get!(i), Some(c) if c.is_ascii_uppercase()) {
-        i += 1;
+    let (l1, defer) = run_of(b, i, UPPER);
+    if defer {
+        return None;
     }
-    let level = &b[l0..i];
-    if !(4..=8).contains(&level.len()) || get!(i) != Some(b' ') {
+    let level = &b[i..l1];
+    if !(4..=8).contains(&level.len()) || b.get(l1) != Some(&b' ') {
         return Some(false);
     }
-    i += 1;
+    i = l1 + 1;
     // logger
-    if !matches!(get!(i), Some(c) if c.is_ascii_alphabetic() || c == b'_') {
+    let first = get!(i);
+    if first.is_none_or(|c| CLASS[c as usize] & LOG0 == 0) {
         return Some(false);
     }
-    while matches!(get!(i), Some(c) if c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')) {
-        i += 1;
+    let (i, defer) = run_of(b, i, LOGW);
+    if defer {
+        return None;
     }
-    match get!(i) {
+    match b.get(i) {
         None | Some(b' ') => Some(level != b"TRACE"),
         Some(_) => Some(false),
     }
