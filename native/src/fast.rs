@@ -62,13 +62,15 @@ pub fn oslo_tb_fast(b: &[u8]) -> Option<Option<(usize, usize, usize)>> {
 /// at the end, so the leftmost match starts at the smallest `s` such that `m[s..]` is, whole,
 /// `\s*\{\{\(pid=\d+\) [^}]*\}\}` or `\s\S+ /\S+\.py:\d+` (ASCII: `\s` is `[\t\n\v\f\r ]`).
 pub fn debug_suffix_start(b: &[u8]) -> Option<usize> {
+    static PID: std::sync::LazyLock<memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memmem::Finder::new(b"{{(pid="));
     let ws = |c: u8| matches!(c, 0x09..=0x0d | b' ');
     let mut best: Option<usize> = None;
     if b.ends_with(b"}}") {
         // "{{(pid=" DIGITS ") " then no '}' until the final "}}"
         let e = b.len() - 2;
         let from = memchr::memrchr(b'}', &b[..e]).map_or(0, |q| q + 1);
-        for p in memmem::find_iter(&b[from..e], b"{{(pid=").map(|i| i + from) {
+        for p in PID.find_iter(&b[from..e]).map(|i| i + from) {
             let d0 = p + 7;
             let mut j = d0;
             while j < e && b[j].is_ascii_digit() {
@@ -91,15 +93,9 @@ pub fn debug_suffix_start(b: &[u8]) -> Option<usize> {
             k -= 1;
         }
         if k >= 4 && &b[k - 4..k] == b".py:" {
-            let mut w = k - 4;
-            while w > 0 && !ws(b[w - 1]) {
-                w -= 1;
-            }
+            let w = nonws_run_start(b, k - 4);
             if b[w] == b'/' && k - 4 > w + 1 && w >= 2 && b[w - 1] == b' ' && !ws(b[w - 2]) {
-                let mut r = w - 2;
-                while r > 0 && !ws(b[r - 1]) {
-                    r -= 1;
-                }
+                let r = nonws_run_start(b, w - 2);
                 if r >= 1 {
                     best = Some(best.map_or(r - 1, |x| x.min(r - 1)));
                 }
@@ -107,6 +103,14 @@ pub fn debug_suffix_start(b: &[u8]) -> Option<usize> {
         }
     }
     best
+}
+
+/// The start of the run of bytes other than ASCII whitespace (`[\t\n\v\f\r ]`) that ends at
+/// `end` (0 when it reaches the start): the last space, tab or CR before `end`, unless a LF,
+/// VT or FF comes after it.
+fn nonws_run_start(b: &[u8], end: usize) -> usize {
+    let p = memchr::memrchr3(b' ', b'\t', b'\r', &b[..end]).map_or(0, |q| q + 1);
+    memchr::memrchr3(b'\n', 0x0b, 0x0c, &b[p..end]).map_or(p, |q| p + q + 1)
 }
 
 /// Byte classes of [`oslo_fast`]: `[A-Z]`, `[A-Za-z_]` (a logger's first byte), `[A-Za-z0-9_.-]`.
