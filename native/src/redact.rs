@@ -294,7 +294,8 @@ thread_local! {
 /// each context dump), and capturing it again cost ~10,000 instructions (the keyed rules'
 /// 49 key names). Same groups: an anchored search whose pattern has no look-around
 /// assertion reads only the bytes of its span, so the same rule on the same bytes gives the
-/// same groups at the same offsets from the start.
+/// same groups at the same offsets from the start. Rules are named by their index in `SECRET`,
+/// from which every [`Windowed`] is built, so entries stay right across instances.
 struct Recent;
 
 impl Recent {
