@@ -68,6 +68,17 @@ def test_fast_path_constants_match_the_python_patterns():
     assert c["instance"] == fields.INSTANCE
 
 
+def test_traceback_keys_compare_as_pairs():
+    """The native tokenizer compares traceback keys as (k, lg) pairs, Python as the string
+    ``k + " " + lg``; the two agree because every format's logger group holds no space."""
+    from stacklens.ingest.formats import FORMATS
+
+    with_tb = [f for f in FORMATS if f.tb_line]
+    assert len(with_tb) >= 4
+    for f in with_tb:
+        assert "(?P<lg>\\S+)" in f.tb_line, f.name
+
+
 def test_oslo_timestamps_agree():
     ts_text = [f"{d} {t}" for d, t in TS_FORMS]
     py = pl.DataFrame({"ts_text": ts_text}).select(fields.timestamp(by_name("oslo"))).to_series()

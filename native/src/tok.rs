@@ -254,9 +254,10 @@ impl Rx {
 
     /// `(key, rest, is_error)` of a header candidate for the modern-traceback rule
     /// (`tokenize._TB_LINE`): the key is the wrapper prefix, timestamp, pid (group `k`) and
-    /// logger (`lg`), compared as a pair (`k` ends with a space and holds no two in a row, so
-    /// pairs are equal exactly when `tokenize.py`'s `k + " " + lg` strings are); None unless
-    /// the level is ERROR (only ERROR lines can link) or the pattern does not match.
+    /// logger (`lg`), compared as a pair: every format's `lg` is `\S+`, so `tokenize.py`'s
+    /// string `k + " " + lg` splits at its last space and pairs are equal exactly when those
+    /// strings are (`tests/test_native_drift.py` checks the patterns); None unless the level
+    /// is ERROR (only ERROR lines can link) or the pattern does not match.
     fn tb_key<'s>(&self, s: &'s str, need_error: bool) -> Option<((&'s str, &'s str), &'s str, bool)> {
         if self.fast_tb {
             if let Some(got) = oslo_tb_fast(s.as_bytes()) {

@@ -221,6 +221,6 @@ def _add_facts_all(events: pl.DataFrame, stats: list | None = None) -> pl.DataFr
             http_dur_s=pl.when(_valid(pl.col("http_dur_s"))).then(pl.col("http_dur_s")),
             took_s=pl.when(_valid(pl.col("took_s"))).then(pl.col("took_s")),
         )
-        .drop("_row", "_o", "_e", "_a", "_c", "_t", "_r", "_rt", "_l", "_w_method", "_w_path", "_w_status", "_w_dur",
-              "_rm", "_rp", "_rs", "_rd")
+        .drop("_row", "_o", "_e", "_a", "_c", "_t", "_r", "_rt", "_l", "_w_method", "_w_path",
+              "_w_status", "_w_dur", "_rm", "_rp", "_rs", "_rd")
     )
