@@ -16,8 +16,17 @@ pub struct Validity {
 }
 
 impl Validity {
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, valid: bool) {
+        // no null so far and none now: only the length moves (most values of most columns)
+        if valid && self.bits.is_none() {
+            self.len += 1;
+            return;
+        }
+        self.push_bit(valid);
+    }
+
+    fn push_bit(&mut self, valid: bool) {
         if !valid && self.bits.is_none() {
             let mut v = vec![0xffu8; self.len.div_ceil(8)];
             if self.len % 8 != 0 {

@@ -515,8 +515,8 @@ impl Windowed {
         // that rule (leftmost-first: the first alternative that matches), within it the same
         // paths are preferred in the same order, a path ending at the match's end is still
         // the first one when the span stops there, and look-around sees the whole text.
-        let mut caps: Vec<Option<regex_automata::util::captures::Captures>> =
-            (0..self.alone.len()).map(|_| None).collect();
+        // made on the first capture search (a text whose matches are all recent needs none)
+        let mut caps: Vec<Option<regex_automata::util::captures::Captures>> = Vec::new();
         for c in cands {
             if c < last {
                 continue;
@@ -536,6 +536,9 @@ impl Windowed {
             let groups = match hit {
                 Some(g) => g,
                 None => {
+                    if caps.is_empty() {
+                        caps.resize_with(self.alone.len(), || None);
+                    }
                     let cap = caps[k].get_or_insert_with(|| re.create_captures());
                     re.search_captures(&Input::new(s).range(c..end).anchored(Anchored::Yes), cap);
                     if cap.get_match().is_none() {
