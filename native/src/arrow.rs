@@ -26,27 +26,33 @@ impl Validity {
         self.push_bit(valid);
     }
 
+    #[inline(always)]
     fn push_bit(&mut self, valid: bool) {
-        if !valid && self.bits.is_none() {
-            let mut v = vec![0xffu8; self.len.div_ceil(8)];
-            if self.len % 8 != 0 {
-                let last = v.len() - 1;
-                v[last] = (1u8 << (self.len % 8)) - 1;
-            }
-            self.bits = Some(v);
+        let len = self.len;
+        let bits = match self.bits.as_mut() {
+            Some(bits) => bits,
+            None => Self::first_null(&mut self.bits, len),
+        };
+        let bit = len % 8;
+        if bit == 0 {
+            bits.push(valid as u8);
+        } else if let Some(last) = bits.last_mut() {
+            // the byte of bit `len` is the last one: `len / 8 + 1` bytes are there
+            *last |= (valid as u8) << bit;
         }
-        if let Some(bits) = self.bits.as_mut() {
-            if self.len % 8 == 0 {
-                bits.push(0);
-            }
-            if valid {
-                bits[self.len / 8] |= 1 << (self.len % 8);
-            }
-        }
-        if !valid {
-            self.nulls += 1;
-        }
+        self.nulls += !valid as usize;
         self.len += 1;
+    }
+
+    /// The bitmap of the `len` valid values before the first null, put in `bits`.
+    #[cold]
+    fn first_null(bits: &mut Option<Vec<u8>>, len: usize) -> &mut Vec<u8> {
+        let mut v = vec![0xffu8; len.div_ceil(8)];
+        if len % 8 != 0 {
+            let last = v.len() - 1;
+            v[last] = (1u8 << (len % 8)) - 1;
+        }
+        bits.insert(v)
     }
 
     fn get(&self, i: usize) -> bool {
