@@ -29,29 +29,22 @@ pub fn oslo_tb_fast(b: &[u8]) -> Option<Option<(usize, usize, usize)>> {
     if !b.is_ascii() {
         return None;
     }
-    let ws = |c: u8| matches!(c, 0x09..=0x0d | b' ');
-    // the end of the maximal run of bytes of `class` from `i`
-    let run = |i: usize, class: &dyn Fn(u8) -> bool| -> usize {
-        let mut j = i;
-        while j < b.len() && class(b[j]) {
-            j += 1;
-        }
-        j
-    };
+    // the line is ASCII: no run ends deferred
+    let run = |i: usize, class: u8| run_of(b, i, class).0;
     let word = |i: usize| -> Option<usize> {
-        let j = run(i, &|c| !ws(c));
+        let j = run(i, NONWS);
         (j > i && b.get(j) == Some(&b' ')).then_some(j + 1)
     };
     let Some(i) = word(0).and_then(word) else {
         return Some(None);
     };
-    let d = run(i, &|c: u8| c.is_ascii_digit());
+    let d = run(i, DIGIT);
     let k = if d > i && b.get(d) == Some(&b' ') { d + 1 } else { i };
-    let lvl = run(k, &|c: u8| c.is_ascii_uppercase());
+    let lvl = run(k, UPPER);
     if lvl == k || b.get(lvl) != Some(&b' ') {
         return Some(None);
     }
-    let lg = run(lvl + 1, &|c| !ws(c));
+    let lg = run(lvl + 1, NONWS);
     if lg == lvl + 1 {
         return Some(None);
     }
@@ -113,19 +106,26 @@ fn nonws_run_start(b: &[u8], end: usize) -> usize {
     memchr::memrchr3(b'\n', 0x0b, 0x0c, &b[p..end]).map_or(p, |q| p + q + 1)
 }
 
-/// Byte classes of [`oslo_fast`]: `[A-Z]`, `[A-Za-z_]` (a logger's first byte), `[A-Za-z0-9_.-]`.
+/// ASCII byte classes of the hand-written scans: `[A-Z]`, `[A-Za-z_]` (a logger's first
+/// byte), `[A-Za-z0-9_.-]`, `[0-9]`, and `\S` (not `[\t\n\v\f\r ]`); no non-ASCII byte is
+/// in any.
 const UPPER: u8 = 1;
 const LOG0: u8 = 2;
 const LOGW: u8 = 4;
+const DIGIT: u8 = 8;
+const NONWS: u8 = 16;
 static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut c = 0;
     while c < 128 {
         let b = c as u8;
         let alpha = b.is_ascii_alphabetic() || b == b'_';
+        let ws = matches!(b, 0x09..=0x0d | b' ');
         t[c] = (b.is_ascii_uppercase() as u8) * UPPER
             + (alpha as u8) * LOG0
-            + ((alpha || b.is_ascii_digit() || b == b'.' || b == b'-') as u8) * LOGW;
+            + ((alpha || b.is_ascii_digit() || b == b'.' || b == b'-') as u8) * LOGW
+            + (b.is_ascii_digit() as u8) * DIGIT
+            + (!ws as u8) * NONWS;
         c += 1;
     }
     t
@@ -136,15 +136,6 @@ static CLASS: [u8; 256] = {
 #[inline(always)]
 fn run_of(b: &[u8], mut i: usize, class: u8) -> (usize, bool) {
     while i < b.len() && CLASS[b[i] as usize] & class != 0 {
-        i += 1;
-    }
-    (i, i < b.len() && b[i] >= 0x80)
-}
-
-/// `(end, deferred)` of the run of ASCII digits from `i` (as [`run_of`]).
-#[inline(always)]
-fn digits(b: &[u8], mut i: usize) -> (usize, bool) {
-    while i < b.len() && b[i].is_ascii_digit() {
         i += 1;
     }
     (i, i < b.len() && b[i] >= 0x80)
@@ -186,7 +177,7 @@ pub fn oslo_fast(b: &[u8]) -> Option<bool> {
     let mut i = match get!(19) {
         Some(b' ') => 20,
         Some(b'.' | b',') => {
-            let (j, defer) = digits(b, 20);
+            let (j, defer) = run_of(b, 20, DIGIT);
             if defer {
                 return None;
             }
@@ -199,7 +190,7 @@ pub fn oslo_fast(b: &[u8]) -> Option<bool> {
     };
     // optional pid
     if get!(i).is_some_and(|c| c.is_ascii_digit()) {
-        let (j, defer) = digits(b, i);
+        let (j, defer) = run_of(b, i, DIGIT);
         if defer {
             return None;
         }
