@@ -30,6 +30,7 @@ not carry the action body. Sources were read at the nova and cinder release tags
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import polars as pl
@@ -188,6 +189,19 @@ def message_body() -> pl.Expr:
     return pl.col("message").str.replace(r"^(?:\[instance: [^\]]*\]\s*|\[[a-z_]+-[0-9a-f-]{32,36}\]\s*)+", "")
 
 
+@functools.cache
+def _marker_exprs() -> tuple[pl.Expr, ...]:
+    """Per marker ``i`` of :data:`MARKERS`: ``i`` (Int32) where ``_body`` and ``logger`` match
+    it, else null (built once: ~5 ms of expressions per call otherwise)."""
+    return tuple(
+        pl.when(pl.col("_body").str.contains(m.regex)
+                & (pl.col("logger").fill_null("").str.contains(m.logger) if m.logger
+                   else pl.lit(True)))
+        .then(pl.lit(i, pl.Int32))
+        for i, m in enumerate(MARKERS)
+    )
+
+
 def marker_hits(tev: pl.DataFrame) -> pl.DataFrame:
     """Records of ``tev`` (timed events: ``trace_id``, ``ts_ns``, ``host``, ``service``,
     ``eid``, ``span_id``, ``instance_uuid``, ``logger``, ``message``, ``file``, ``line_no``,
@@ -212,15 +226,17 @@ def marker_hits(tev: pl.DataFrame) -> pl.DataFrame:
         .drop("_r")
         .collect()
     )
-    frames = [
-        cand.filter(
-            pl.col("_body").str.contains(m.regex)
-            & (pl.col("logger").fill_null("").str.contains(m.logger) if m.logger else pl.lit(True))
-        )
-        .with_columns(marker=pl.lit(i, pl.Int32))
-        .drop("_body")
-        for i, m in enumerate(MARKERS)
-    ]
-    if not frames:
-        return cand.with_columns(marker=pl.lit(None, pl.Int32)).head(0)
-    return pl.concat(frames)
+    if not MARKERS:
+        return cand.with_columns(marker=pl.lit(None, pl.Int32)).drop("_body").head(0)
+    # every marker in one query (a filter per marker cost ~40 ms of fixed overhead per call,
+    # ~40 % of a small bucket's trace stage): each record's markers as a list, one row per
+    # (record, marker), in marker order and then record order, as a concatenation of one
+    # filter per marker gives
+    return (
+        cand.with_row_index("_r")
+        .with_columns(marker=pl.concat_list(_marker_exprs()))
+        .explode("marker")
+        .filter(pl.col("marker").is_not_null())
+        .sort("marker", "_r")
+        .drop("_r", "_body")
+    )
