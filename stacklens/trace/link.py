@@ -37,13 +37,15 @@ def link_events(events: pl.DataFrame) -> pl.DataFrame:
     ev = events.with_row_index("eid")
     # 3. receipts inherit the sender's request id
     senders = (
-        ev.filter(pl.col("rpc_kind").is_in(RPC_SENDS) & pl.col("request_id").is_not_null())
+        ev.filter(pl.col("rpc_kind").is_in(RPC_SENDS) & pl.col("request_id").is_not_null()
+                  & pl.col("rpc_id").is_not_null())
         .group_by("rpc_id")
         .agg(pl.col("request_id").first().alias("_sender_req"))
     )
     # a reply is sent for the call it answers, whatever context the thread had left over
     # (oslo.messaging logs ``sending reply`` with a stale thread-local context in old releases)
-    ev = ev.join(senders, on="rpc_id", how="left").with_columns(
+    # (the id maps are applied as a new column, not joined: a join copies every column)
+    ev = ev.with_columns(_sender_req=_lookup("rpc_id", senders, "_sender_req")).with_columns(
         _req=pl.when(pl.col("request_id").is_null() & pl.col("rpc_kind").is_in(_RECEIPTS))
         .then(pl.col("_sender_req"))
         .when((pl.col("rpc_kind") == "reply_send") & pl.col("_sender_req").is_not_null())
@@ -55,11 +57,9 @@ def link_events(events: pl.DataFrame) -> pl.DataFrame:
         ev.filter(pl.col("global_request_id").is_not_null() & pl.col("request_id").is_not_null())
         .group_by("request_id")
         .agg(pl.col("global_request_id").first().alias("_glob"))
-        .rename({"request_id": "_req"})
     )
-    ev = ev.join(glob, on="_req", how="left").with_columns(
-        trace_id=pl.coalesce("_glob", "_req")
-    )
+    ev = ev.with_columns(_glob=_lookup("_req", glob.rename({"request_id": "_req"}), "_glob"))
+    ev = ev.with_columns(trace_id=pl.coalesce("_glob", "_req"))
     # 4. instance-tagged records without a request: the enclosing trace of that instance
     windows = (
         ev.filter(pl.col("trace_id").is_not_null() & pl.col("instance_uuid").is_not_null())
@@ -83,7 +83,14 @@ def link_events(events: pl.DataFrame) -> pl.DataFrame:
             .filter(pl.col("ts_ns") <= pl.col("_t1"))
             .select("eid", "_t")
         )
-        ev = ev.join(hit, on="eid", how="left").with_columns(
-            trace_id=pl.coalesce("trace_id", "_t")
-        ).drop("_t")
+        ev = ev.with_columns(trace_id=pl.coalesce("trace_id", _lookup("eid", hit, "_t")))
     return ev.rename({"_req": "req_local"}).drop("_sender_req", "_glob").sort("ts_ns", "eid")
+
+
+def _lookup(key: str, table: pl.DataFrame, value: str) -> pl.Expr:
+    """``table[value]`` where ``table[key]`` equals column ``key`` (unique keys; null where
+    none matches or ``key`` is null), as a left join gives, without copying the other
+    columns."""
+    table = table.filter(pl.col(key).is_not_null())  # replace_strict would match a null key
+    return pl.col(key).replace_strict(table.get_column(key), table.get_column(value),
+                                      default=None, return_dtype=table.schema[value])
