@@ -63,7 +63,7 @@ from stacklens.settings import positive_int
 from stacklens.trace import LINK_COLUMNS, build_traces, trace_tables
 from stacklens.trace.classify import adopt_orphan_markers
 from stacklens.trace.clocks import _DAY_NS, correct_clocks
-from stacklens.trace.link import link_events
+from stacklens.trace.link import id_lookup, link_events
 from stacklens.trace.skew import clock_messages, clock_text, context_dump, context_dump_text
 from stacklens.vocab import RPC_SENDS, RpcKind
 
@@ -239,14 +239,12 @@ def link_pass(path: Path, columns: Sequence[str], b: int) -> tuple[pl.DataFrame,
     linked = linked.select("_row", "eid", "ts_ns", "req_local", "trace_id", "rpc_id",
                            "rpc_kind").filter(pl.col("trace_id").is_not_null()).with_columns(
         pl.col("trace_id", "req_local").cast(pl.Categorical))
-    keys = (
-        linked.select("_row", "eid", "ts_ns", "req_local", "trace_id")
-        .join(_components(linked), on="trace_id", how="left", maintain_order="left")
-        .with_columns(_comp=pl.coalesce("_comp", "trace_id"))
-    )
+    # the component and bucket maps applied as new columns (a join copied every column)
+    keys = linked.select("_row", "eid", "ts_ns", "req_local", "trace_id").with_columns(
+        _comp=pl.coalesce(id_lookup("trace_id", _components(linked), "_comp"), "trace_id"))
     del linked
     return (
-        keys.join(_pack(keys, b), on="_comp", how="left", maintain_order="left")
+        keys.with_columns(_b=id_lookup("_comp", _pack(keys, b), "_b"))
         .drop("_comp")
         .sort("_row")
     ), offsets

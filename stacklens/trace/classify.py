@@ -61,6 +61,7 @@ import polars as pl
 import polars.selectors as cs
 
 from stacklens.trace.completion import marker_frame, marker_hits
+from stacklens.trace.link import id_lookup
 from stacklens.vocab import ERROR_LEVELS, UUID_LOOSE, Outcome, RpcKind, is_client
 
 __all__ = ["BETWEEN", "adopt_orphan_markers", "breakdown", "classify_traces", "normalize_path", "phases"]
@@ -514,8 +515,5 @@ def adopt_orphan_markers(linked: pl.DataFrame) -> pl.DataFrame:
     if not found:
         return linked
     adopt = pl.concat(found).unique("eid", keep="first")
-    return (
-        linked.join(adopt, on="eid", how="left")
-        .with_columns(trace_id=pl.coalesce("_adopt", "trace_id"))
-        .drop("_adopt")
-    )
+    # a new column, not a join (which copied every column of ``linked``)
+    return linked.with_columns(trace_id=pl.coalesce(id_lookup("eid", adopt, "_adopt"), "trace_id"))

@@ -24,7 +24,7 @@ import polars as pl
 
 from stacklens.vocab import RPC_SENDS
 
-__all__ = ["link_events"]
+__all__ = ["id_lookup", "link_events"]
 
 _RECEIPTS = ("recv_call", "recv_cast", "reply_recv")
 
@@ -45,7 +45,7 @@ def link_events(events: pl.DataFrame) -> pl.DataFrame:
     # a reply is sent for the call it answers, whatever context the thread had left over
     # (oslo.messaging logs ``sending reply`` with a stale thread-local context in old releases)
     # (the id maps are applied as a new column, not joined: a join copies every column)
-    ev = ev.with_columns(_sender_req=_lookup("rpc_id", senders, "_sender_req")).with_columns(
+    ev = ev.with_columns(_sender_req=id_lookup("rpc_id", senders, "_sender_req")).with_columns(
         _req=pl.when(pl.col("request_id").is_null() & pl.col("rpc_kind").is_in(_RECEIPTS))
         .then(pl.col("_sender_req"))
         .when((pl.col("rpc_kind") == "reply_send") & pl.col("_sender_req").is_not_null())
@@ -58,7 +58,7 @@ def link_events(events: pl.DataFrame) -> pl.DataFrame:
         .group_by("request_id")
         .agg(pl.col("global_request_id").first().alias("_glob"))
     )
-    ev = ev.with_columns(_glob=_lookup("_req", glob.rename({"request_id": "_req"}), "_glob"))
+    ev = ev.with_columns(_glob=id_lookup("_req", glob.rename({"request_id": "_req"}), "_glob"))
     ev = ev.with_columns(trace_id=pl.coalesce("_glob", "_req"))
     # 4. instance-tagged records without a request: the enclosing trace of that instance
     windows = (
@@ -83,11 +83,11 @@ def link_events(events: pl.DataFrame) -> pl.DataFrame:
             .filter(pl.col("ts_ns") <= pl.col("_t1"))
             .select("eid", "_t")
         )
-        ev = ev.with_columns(trace_id=pl.coalesce("trace_id", _lookup("eid", hit, "_t")))
+        ev = ev.with_columns(trace_id=pl.coalesce("trace_id", id_lookup("eid", hit, "_t")))
     return ev.rename({"_req": "req_local"}).drop("_sender_req", "_glob").sort("ts_ns", "eid")
 
 
-def _lookup(key: str, table: pl.DataFrame, value: str) -> pl.Expr:
+def id_lookup(key: str, table: pl.DataFrame, value: str) -> pl.Expr:
     """``table[value]`` where ``table[key]`` equals column ``key`` (unique keys; null where
     none matches or ``key`` is null), as a left join gives, without copying the other
     columns."""
