@@ -231,7 +231,9 @@ def link_pass(path: Path, columns: Sequence[str], b: int) -> tuple[pl.DataFrame,
     # (nor adopted: orphans have an instance): left out before linking (37 % of the records of
     # the 10 M-line bench corpus); the rest keep their relative order, so the eids order alike
     keyed = pl.any_horizontal(pl.col(c).is_not_null() for c in _IDS)
-    linked = adopt_orphan_markers(link_events(_corrected(path, offsets, keyed)))
+    # unsorted: nothing below reads the records in time order but orphan adoption, which
+    # sorts the few columns it reads that way (a sort of the whole frame copied it)
+    linked = adopt_orphan_markers(link_events(_corrected(path, offsets, keyed), sort=False))
     # the ids stay categorical (each distinct id stored once): as strings, the traced
     # records' trace and request ids were ~0.7 GB more at 30 M lines; _split makes them strings
     # a batch at a time

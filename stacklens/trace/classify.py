@@ -470,7 +470,8 @@ def adopt_orphan_markers(linked: pl.DataFrame) -> pl.DataFrame:
     the latest trace of the same instance that started before it and whose operation the
     marker applies to (:data:`~stacklens.trace.completion.
     MARKERS`). ``linked`` is :func:`stacklens.trace.link.link_events` output; returns it with
-    ``trace_id`` filled for those records (same columns and order)."""
+    ``trace_id`` filled for those records (same columns and order). ``linked`` may also come
+    unsorted (``link_events(..., sort=False)``): the same result."""
     from stacklens.trace.completion import MARKERS, message_body
 
     # no context of its own: unlinked, or linked only by the instance window (link rule 4)
@@ -481,17 +482,24 @@ def adopt_orphan_markers(linked: pl.DataFrame) -> pl.DataFrame:
     orphans = linked.filter(orphan).with_columns(pl.col("message").cast(pl.String))
     if not orphans.height:
         return linked
-    api = pl.col("http_status").is_not_null()
+    # per trace of a request: its first API line's method and path and its first instance,
+    # in time order, and its start. Read from the few columns and records each needs, each
+    # subset sorted alone (``linked`` may come unsorted, and a filter or sort of it copied
+    # every column of most records); the traces without an API method or an instance drop out
+    traced = linked.lazy().filter(pl.col("trace_id").is_not_null() & ~orphan)
+
+    def first(keep: pl.Expr, *cols: str) -> pl.LazyFrame:
+        return (traced.filter(keep).select("trace_id", *cols, "ts_ns", "eid")
+                .sort("ts_ns", "eid").group_by("trace_id").agg(pl.col(*cols).first()))
+
     ops = (
-        linked.filter(pl.col("trace_id").is_not_null() & ~orphan)
-        .group_by("trace_id")
-        .agg(
-            pl.col("http_method").filter(api).first().alias("_m"),
-            pl.col("http_path").filter(api).first().alias("_p"),
-            pl.col("instance_uuid").drop_nulls().first().alias("instance_uuid"),
-            pl.col("ts_ns").min().alias("_t0"),
-        )
-        .filter(pl.col("_m").is_not_null() & pl.col("instance_uuid").is_not_null())
+        first(pl.col("http_status").is_not_null(), "http_method", "http_path")
+        .filter(pl.col("http_method").is_not_null())
+        .join(first(pl.col("instance_uuid").is_not_null(), "instance_uuid"), on="trace_id")
+        .join(traced.group_by("trace_id").agg(_t0=pl.col("ts_ns").min()), on="trace_id")
+        .select("trace_id", _m="http_method", _p="http_path", instance_uuid="instance_uuid",
+                _t0="_t0")
+        .collect()
         .with_columns(_op=_operation(pl.col("_m"), normalize_path(pl.col("_p"))))
     )
     # the tags stripped once, and only the orphans some marker matches kept (not per marker)

@@ -29,11 +29,12 @@ __all__ = ["id_lookup", "link_events"]
 _RECEIPTS = ("recv_call", "recv_cast", "reply_recv")
 
 
-def link_events(events: pl.DataFrame) -> pl.DataFrame:
+def link_events(events: pl.DataFrame, *, sort: bool = True) -> pl.DataFrame:
     """Return ``events`` (canonical columns) plus ``eid`` (row number, UInt32), ``trace_id``
     (String; null for records that belong to no request) and ``req_local`` (String: the
     record's own ``request_id``, for an RPC receipt without one the sender's; the request a
-    process was serving, used to cut spans), sorted by ``ts_ns``."""
+    process was serving, used to cut spans), sorted by ``ts_ns``, ``eid`` (``sort=False``: in
+    ``events``' order, ``eid`` ascending; the sort copies every column)."""
     ev = events.with_row_index("eid")
     # 3. receipts inherit the sender's request id
     senders = (
@@ -84,7 +85,8 @@ def link_events(events: pl.DataFrame) -> pl.DataFrame:
             .select("eid", "_t")
         )
         ev = ev.with_columns(trace_id=pl.coalesce("trace_id", id_lookup("eid", hit, "_t")))
-    return ev.rename({"_req": "req_local"}).drop("_sender_req", "_glob").sort("ts_ns", "eid")
+    ev = ev.rename({"_req": "req_local"}).drop("_sender_req", "_glob")
+    return ev.sort("ts_ns", "eid") if sort else ev
 
 
 def id_lookup(key: str, table: pl.DataFrame, value: str) -> pl.Expr:
