@@ -291,3 +291,54 @@ def test_bucket_count_setting(monkeypatch) -> None:
         bucket_count(10)
     monkeypatch.setenv(BUCKETS_ENV, "5")
     assert bucket_count(10) == 5
+
+
+@pytest.mark.parametrize("dtype", [pl.String, pl.Categorical])
+def test_id_lookup_is_a_left_join(dtype) -> None:
+    """``id_lookup`` gives what a left join on unique keys gives: null for a null or unmatched
+    key (``replace_strict`` alone would map a null key), whatever the key's dtype."""
+    from stacklens.trace.link import id_lookup
+
+    rng = random.Random(7)
+    keys = [rng.choice(["a", "b", "c", "d", None]) for _ in range(500)]
+    df = pl.DataFrame({"k": keys}).with_columns(pl.col("k").cast(dtype))
+    table = pl.DataFrame({"k": ["a", "c", None], "v": ["A", "C", "N"]}).with_columns(
+        pl.col("k").cast(dtype))
+    want = df.join(table, on="k", how="left", maintain_order="left").get_column("v")
+    got = df.select(id_lookup("k", table, "v")).to_series()
+    assert got.to_list() == want.to_list()
+    empty = pl.DataFrame(schema={"k": dtype, "v": pl.String})
+    assert df.select(id_lookup("k", empty, "v")).to_series().null_count() == df.height
+
+
+def test_marker_hits_in_marker_then_record_order() -> None:
+    """All markers matched in one query give one row per (record, marker), markers in
+    :data:`MARKERS` order and records in their order within each, as one filter per marker."""
+    from stacklens.trace.completion import MARKERS, marker_hits
+
+    msgs = ["Took 1.5 seconds to spawn the instance on the hypervisor.",
+            "Instance spawned successfully.", "Terminating instance",
+            "Claim successful on node x", "nothing to see", None,
+            "[instance: 0b0e7c6e-9a56-4d1c-8f3a-1c2b3d4e5f60] Instance destroyed successfully.",
+            "Took 2.0 seconds to destroy the instance on the hypervisor."]
+    loggers = ["nova.compute.manager", None, "nova.compute.manager", "nova.compute.claims",
+               "x", "x", "nova.virt.libvirt.driver", "nova.compute.manager"]
+    n = 3 * len(msgs)
+    tev = pl.DataFrame({
+        "trace_id": [f"t{i % 4}" for i in range(n)], "ts_ns": list(range(n)),
+        "eid": pl.Series(range(n), dtype=pl.UInt32), "host": "h", "service": "nova-compute",
+        "span_id": "s", "instance_uuid": None, "logger": loggers * 3, "message": msgs * 3,
+        "file": "f", "line_no": list(range(n)), "synthetic": [False] * (n - 1) + [True],
+    }, schema_overrides={"instance_uuid": pl.String})
+    got = marker_hits(tev)
+    body = tev.filter(~pl.col("synthetic")).with_columns(
+        _body=pl.col("message").str.replace(r"^\[instance: [^\]]*\]\s*", "")).drop("synthetic")
+    want = pl.concat([
+        body.filter(pl.col("_body").str.contains(m.regex).fill_null(False)
+                    & (pl.col("logger").fill_null("").str.contains(m.logger) if m.logger
+                       else pl.lit(True)))
+        .with_columns(marker=pl.lit(i, pl.Int32)).drop("_body")
+        for i, m in enumerate(MARKERS)
+    ])
+    assert got.height >= 12
+    assert_frame_equal(got, want)
