@@ -23,6 +23,10 @@ EDGES = [
     "unpacked context: {'request_id': 'req-'}",
     "unpacked context: {'request_id': 'req-1a'req-2b'}",
     "unpacked context: {'request_id': 'req-1a''request_id': 'req-2b'}",
+    # the closing quote of one item opens the next (found by hypothesis)
+    "unpacked context: {'request_id': u'req-3c'request_id': u'req-77'",
+    "unpacked context: {'request_id': u'req-3c'request_id': u'req-77'request_id': 'req-1'}",
+    "unpacked context: {'request_id': u'req-3c'request_id': u'req-77\n'request_id': 'req-1'}",
     None, "", "unpacked context: {",
 ]
 PIECES = ["unpacked context: {", "'request_id': ", "u'", "'", "req-", "0a-9f", "req-3c",
