@@ -314,7 +314,7 @@ def test_id_lookup_is_a_left_join(dtype) -> None:
 def test_marker_hits_in_marker_then_record_order() -> None:
     """All markers matched in one query give one row per (record, marker), markers in
     :data:`MARKERS` order and records in their order within each, as one filter per marker."""
-    from stacklens.trace.completion import MARKERS, marker_hits
+    from stacklens.trace.completion import MARKERS, marker_hits, message_body
 
     msgs = ["Took 1.5 seconds to spawn the instance on the hypervisor.",
             "Instance spawned successfully.", "Terminating instance",
@@ -331,8 +331,7 @@ def test_marker_hits_in_marker_then_record_order() -> None:
         "file": "f", "line_no": list(range(n)), "synthetic": [False] * (n - 1) + [True],
     }, schema_overrides={"instance_uuid": pl.String})
     got = marker_hits(tev)
-    body = tev.filter(~pl.col("synthetic")).with_columns(
-        _body=pl.col("message").str.replace(r"^\[instance: [^\]]*\]\s*", "")).drop("synthetic")
+    body = tev.filter(~pl.col("synthetic")).with_columns(_body=message_body()).drop("synthetic")
     want = pl.concat([
         body.filter(pl.col("_body").str.contains(m.regex).fill_null(False)
                     & (pl.col("logger").fill_null("").str.contains(m.logger) if m.logger

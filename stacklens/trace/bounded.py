@@ -322,10 +322,9 @@ def _clock_frame(path: Path, cols: Sequence[str]) -> pl.DataFrame:
     names = kept.collect_schema().names()
     # the folded rows first, alone (their group-by's peak is not added to the kept records'
     # read), then merged into the kept records as these stream
-    folded_df = folded.collect(engine="streaming")
-    folded = pl.concat([kept.head(0), folded_df.lazy()], how="diagonal").select(names)
+    folded = pl.concat([kept.head(0), folded.collect(engine="streaming").lazy()],
+                       how="diagonal").select(names)
     out = kept.merge_sorted(folded, key="_row").collect(engine="streaming")
-    del folded_df
     if not out.get_column("_row").is_sorted():  # merge_sorted trusts its inputs' order
         out = out.sort("_row")
     return out.select(*cols)

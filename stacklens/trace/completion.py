@@ -226,8 +226,6 @@ def marker_hits(tev: pl.DataFrame) -> pl.DataFrame:
         .drop("_r")
         .collect()
     )
-    if not MARKERS:
-        return cand.with_columns(marker=pl.lit(None, pl.Int32)).drop("_body").head(0)
     # every marker in one query (a filter per marker cost ~40 ms of fixed overhead per call,
     # ~40 % of a small bucket's trace stage): each record's markers as a list, one row per
     # (record, marker), in marker order and then record order, as a concatenation of one

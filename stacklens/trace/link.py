@@ -38,8 +38,7 @@ def link_events(events: pl.DataFrame, *, sort: bool = True) -> pl.DataFrame:
     ev = events.with_row_index("eid")
     # 3. receipts inherit the sender's request id
     senders = (
-        ev.filter(pl.col("rpc_kind").is_in(RPC_SENDS) & pl.col("request_id").is_not_null()
-                  & pl.col("rpc_id").is_not_null())
+        ev.filter(pl.col("rpc_kind").is_in(RPC_SENDS) & pl.col("request_id").is_not_null())
         .group_by("rpc_id")
         .agg(pl.col("request_id").first().alias("_sender_req"))
     )
