@@ -154,12 +154,14 @@ class _Cloud(Cloud):
         """POST /v2.1/servers on a worker: a DB connection from the worker's pool (waited
         for at most ``db_pool_timeout_s``), the stage, the quota write with deadlock retries."""
         env, k = self.env, self.k
-        p = self.plan("api")
         with self.api.request() as w:
             yield w
             rec.start_s = t0 = env.now
             self.in_flight += 1  # load: boots the server side has started, not yet ended
             self.pipe(rec, True)
+            # drawn at the load when its span starts, itself counted, as calibrated (a
+            # measured sample's load counts the boots in flight at its start, its own too)
+            p = self.plan("api")
             db = self.api_db.request()
             if not db.triggered:
                 got = yield db | env.timeout(k.db_pool_timeout_s)
