@@ -76,6 +76,11 @@ the conductor's stages collapse onto one curve of ``work`` at both sizes (its po
 work 1.2 / 0.7 s and 1.3 / 2.1 s in the same ``work`` bins at K and 2K, against 3.2 / 4.5 s
 and 2.4 / 6.0 s in the same ``pipeline`` bins), which ``pipeline`` does not: ``stage_load``
 (``--stage-load STAGE=INDEX``) draws chosen stages at another index than the model's.
+Contention (format 7): for the controller's stages (:data:`~stacklens.forecast.samples.
+CONTROLLER_STAGES`) drawn at an index other than ``work``, each load bin keeps the mean number
+of builds in flight at its samples' starts; the model multiplies a drawn time by ``(load +
+builds now) / (load + the bin's builds)`` (:meth:`~stacklens.forecast.dist.LoadDist.
+contention`; knob ``contention``, on by default, ignored with a ``cpu`` section).
 
 CPU (``cpu``, :mod:`stacklens.forecast.cpu`), opt-in with ``cores`` (``--cores``): when every
 run has ``resource_samples`` (psutil per service process, ``stacklens run --capture``), each
@@ -104,7 +109,13 @@ from stacklens.errors import UserError
 from stacklens.forecast.cpu import CpuModel, fit_demands
 from stacklens.forecast.demand import RegressionRows, fit_regression
 from stacklens.forecast.dist import LoadDist, fit
-from stacklens.forecast.samples import LOCK_STAGES, OPTIONAL_STAGES, STAGES, run_samples
+from stacklens.forecast.samples import (
+    CONTROLLER_STAGES,
+    LOCK_STAGES,
+    OPTIONAL_STAGES,
+    STAGES,
+    run_samples,
+)
 from stacklens.store import RunStore
 
 __all__ = [
@@ -127,8 +138,11 @@ __all__ = [
 #: 5: the ``scheduler_host`` stage (:data:`~stacklens.forecast.samples.HOST_STAGES`; the
 #: ``scheduler`` stage is then the request without its host loop; older files read without);
 #: 6: the ``alloc_read`` stage (:data:`~stacklens.forecast.samples.ALLOC_STAGES`; ``claim_held``
-#: and ``delete_held`` are then the holds without that read; older files read without).
-CALIBRATION_FORMAT_VERSION = 6
+#: and ``delete_held`` are then the holds without that read; older files read without);
+#: 7: per load bin of the controller's stages, the builds in flight
+#: (:attr:`~stacklens.forecast.dist.LoadDist.building`; older files read without: no
+#: contention scaling).
+CALIBRATION_FORMAT_VERSION = 7
 
 #: nova's default spacing of ``update_available_resource`` (``update_resources_interval`` 0:
 #: oslo.service's default periodic spacing, 60 s), when a run is too short to measure it.
@@ -258,7 +272,7 @@ def run_settings(store: RunStore) -> dict[str, Any]:
 
 
 def _fit_cpu(demand: str, rows: RegressionRows, cpu_s: dict[str, float],
-             samples: dict[str, list[tuple[float, float, int]]], measured: list[dict[str, Any]],
+             samples: dict[str, list[tuple[float, float, int, float]]], measured: list[dict[str, Any]],
              cores: float, window_s: float, pcalls: dict[str, int],
              procs: dict[str, int]) -> tuple[CpuModel, str]:
     """The ``cpu`` section and its provenance line: demands by regression over the sample
@@ -316,7 +330,11 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
     is not a traced run or has no successful boots. ``demand``: ``regression`` (falls back to
     the utilisation law, and says so in the provenance, when the runs have too few sample
     intervals) or ``utilisation``. ``stage_load``: per stage, a load index other than
-    ``load`` (module docstring)."""
+    ``load`` (module docstring). Per load bin of the
+    :data:`~stacklens.forecast.samples.CONTROLLER_STAGES` drawn at an index other than
+    ``work``, the builds in flight at the samples' starts are kept
+    (:attr:`~stacklens.forecast.dist.LoadDist.building`): the model scales those stages by
+    them (knob ``contention``)."""
     if demand not in ("regression", "utilisation"):
         raise UserError(f"demand must be regression or utilisation, not {demand!r}")
     bad = sorted(set(stage_load or {}) - set(STAGES + OPTIONAL_STAGES))
@@ -328,7 +346,8 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
             raise UserError(f"load index {index!r}: must be one of {', '.join(LOAD_INDICES)}")
     if not runs:
         raise UserError("calibrate needs at least one run folder")
-    samples: dict[str, list[tuple[float, float, int]]] = {s: [] for s in STAGES + OPTIONAL_STAGES}
+    samples: dict[str, list[tuple[float, float, int, float]]] = {
+        s: [] for s in STAGES + OPTIONAL_STAGES}
     rows: RegressionRows = {}
     procs: dict[str, int] = {}
     n_calls: list[int] = []
@@ -383,7 +402,9 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
     for s in STAGES + OPTIONAL_STAGES:
         pts = samples[s]
         if pts:
-            stages[s] = fit([p[0] for p in pts], [p[1] for p in pts])
+            stages[s] = fit([p[0] for p in pts], [p[1] for p in pts], building=(
+                [p[3] for p in pts] if s in CONTROLLER_STAGES
+                and (stage_load or {}).get(s, load) != "work" else None))
         elif s in STAGES:
             stages[s] = LoadDist.constant(0.0)
     prov = {"created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

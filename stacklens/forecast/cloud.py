@@ -134,7 +134,15 @@ class Cloud:
         return self.in_flight
 
     def draw(self, stage: str) -> float:
-        return self.st[stage].sample(self.rng.random(), self._load(stage), self.k.max_slowdown)
+        """One time (s) of ``stage`` at the current load; without a shared CPU, scaled by the
+        builds in flight against those its load bin saw in the calibration
+        (:meth:`~stacklens.forecast.dist.LoadDist.contention`; stages calibrated with
+        them only: :data:`~stacklens.forecast.samples.CONTROLLER_STAGES`)."""
+        d, load, cap = self.st[stage], self._load(stage), self.k.max_slowdown
+        v = d.sample(self.rng.random(), load, cap)
+        if d.building and self.cpu is None and self.k.contention:
+            v *= d.contention(load, self.building, cap)
+        return v
 
     def plan(self, stage: str) -> tuple[float, float, int]:
         """(CPU demand s, other s, load bin) of one occurrence of ``stage``: without a shared

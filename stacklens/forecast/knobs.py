@@ -55,6 +55,7 @@ class Knobs:
     build_failure_rate: float = 0.0  # a build fails at the compute (rescheduled)
     # how far the calibrated load dependence is extrapolated beyond the calibrated load
     max_slowdown: float = 8.0  # cap on the service-time multiplier from load (no CPU model)
+    contention: bool = True  # controller stages scaled by the builds in flight (dist.py)
     # the host's shared CPU (a model with a cpu section: stacklens.forecast.cpu)
     cores: float = 0.0  # cores shared by every service and compute; 0: the calibration host's
     seed: int = 1
@@ -95,6 +96,8 @@ KNOB_HELP: dict[str, str] = {
     "build_failure_rate": "probability that a build fails at the compute (rescheduled)",
     "max_slowdown": "cap on the load multiplier of service times beyond calibrated load "
     "(models without a cpu section)",
+    "contention": "scale the controller's stage times by the builds in flight against those "
+    "their load bin saw in the calibration (models calibrated since format 7; no cpu section)",
     "cores": "CPU cores shared by the services and computes (processor sharing); 0: the "
     "calibration host's; models without a cpu section ignore it",
     "seed": "random seed",

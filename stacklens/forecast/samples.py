@@ -46,6 +46,16 @@ HOST_STAGES = ("scheduler_host",)
 ALLOC_STAGES = ("alloc_read",)
 #: Stages a model may lack (older formats, runs that do not show them).
 OPTIONAL_STAGES = LOCK_STAGES + HOST_STAGES + ALLOC_STAGES
+#: Stages run by the controller's services and the RPC between them (nova-api,
+#: nova-conductor, nova-scheduler, placement-api, the broker): a calibration keeps, per load
+#: bin, the builds in flight at their samples' starts, and the model scales their times by
+#: the builds it has in flight against those (:meth:`~stacklens.forecast.dist.LoadDist.
+#: contention`): a bigger cloud runs more builds at the same ``pipeline``, whose conductor
+#: calls and placement reads share the controller with these stages. A compute's own stages
+#: run on its host, which a bigger cloud does not share more.
+CONTROLLER_STAGES = ("api", "to_conductor", "conductor", "scheduler", "scheduler_host",
+                     "to_compute", "conductor_call", "alloc_read", "delete_api",
+                     "delete_to_compute")
 #: placement-api span names of the resource tracker's allocation read (nova 2025.1
 #: ``SchedulerReportClient.get_allocations_for_provider_tree``): the provider's allocations,
 #: then one request per consumer found there.
@@ -161,8 +171,9 @@ def alloc_loops(held: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
 
 def run_samples(store: RunStore, load: str = "pipeline",
                 stage_load: dict[str, str] | None = None) -> dict[str, Any]:
-    """Samples (load, seconds) per stage from one traced run folder, each stage's load by its
-    index in ``stage_load``, else ``load``."""
+    """Samples per stage from one traced run folder: ``(load, seconds, start ns, builds)``,
+    each stage's load by its index in ``stage_load``, else ``load``; ``builds`` the builds in
+    their build phase at the sample's start (the ``work`` index less ``pipeline``)."""
     tr = store.read("traces").filter(pl.col("outcome").is_in(["success", "retried"]))
     spans = store.read("spans")
     ph = store.read("phases")
@@ -171,16 +182,22 @@ def run_samples(store: RunStore, load: str = "pipeline",
     if creates.height == 0:
         raise UserError(f"{store.path}: no successful server.create traces to calibrate from")
     stage_load = stage_load or {}
-    out: dict[str, list[tuple[float, float, int]]] = {s: [] for s in STAGES + OPTIONAL_STAGES}
+    out: dict[str, list[tuple[float, float, int, float]]] = {
+        s: [] for s in STAGES + OPTIONAL_STAGES}
     by_index: dict[str, tuple[list[int], list[int], list[tuple[int, int]]]] = {}
 
     def add(stage: str, t0: pl.Series, dur_s: pl.Series) -> None:
         ok = [(a, d) for a, d in zip(t0.to_list(), dur_s.to_list(), strict=True)
               if a is not None and d is not None]
+        at = [a for a, _ in ok]
         on, off, waits = by_index[stage_load.get(stage, load)]  # filled below, before use
-        loads = _in_flight(on, off, [a for a, _ in ok], waits)
-        out[stage].extend((float(x), float(d), int(a))
-                          for x, (a, d) in zip(loads, ok, strict=True))
+        loads = _in_flight(on, off, at, waits)
+        # the builds in their build phase then (``work`` less ``pipeline``)
+        (w_on, w_off, w_waits), (p_on, p_off, _) = by_index["work"], by_index["pipeline"]
+        building = [w - p for w, p in zip(_in_flight(w_on, w_off, at, w_waits),
+                                          _in_flight(p_on, p_off, at), strict=True)]
+        out[stage].extend((float(x), float(d), int(a), float(b))
+                          for x, (a, d), b in zip(loads, ok, building, strict=True))
 
     c = creates.select("trace_id", "start_ns", "end_ns")
     for svc, op in (("nova-api", "POST"), ("nova-conductor", "cast conductor"),
@@ -275,7 +292,8 @@ def run_samples(store: RunStore, load: str = "pipeline",
             waits += [(a, b) for a, b in sw.select("nova-compute_s", "b_s").rows()]
         return starts, ends, waits
 
-    by_index.update({i: intervals(i) for i in {load, *stage_load.values()}})
+    by_index.update({i: intervals(i)
+                     for i in {load, *stage_load.values(), "pipeline", "work"}})
     starts, ends, _ = by_index[load]
     # builds that found a free build slot: fewer than 10 others building on the host
     rows = d.filter(pl.col("b_s").is_not_null()).select(
