@@ -7,6 +7,8 @@
 #   eval "$(bash .ci/lab-setup.sh)"
 #   bash bench/forecast_validation.sh /tmp/val            # 5 rounds, K=4 C=20 -> K=8 C=40
 #   ROUNDS="1 2" K=2 C=10 bash bench/forecast_validation.sh /tmp/val-small
+#   K=2 C=10 bash ... /tmp/val; K=4 C=20 bash ... /tmp/val   # K2->K4, then K4->K8 re-using the
+#                                                             # K4 runs (session 25)
 #
 # About 8-10 minutes per round on 2 cores. Run folders DIR/k<K>-r<N> are kept; a round whose
 # run folder is traced already is skipped, so an interrupted campaign resumes. The lab uses

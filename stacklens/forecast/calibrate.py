@@ -272,8 +272,8 @@ def run_settings(store: RunStore) -> dict[str, Any]:
 
 
 def _fit_cpu(demand: str, rows: RegressionRows, cpu_s: dict[str, float],
-             samples: dict[str, list[tuple[float, float, int, float]]], measured: list[dict[str, Any]],
-             cores: float, window_s: float, pcalls: dict[str, int],
+             samples: dict[str, list[tuple[float, float, int, float]]],
+             measured: list[dict[str, Any]], cores: float, window_s: float, pcalls: dict[str, int],
              procs: dict[str, int]) -> tuple[CpuModel, str]:
     """The ``cpu`` section and its provenance line: demands by regression over the sample
     intervals (:mod:`stacklens.forecast.demand`), or by the utilisation law when ``demand``

@@ -194,8 +194,8 @@ def run_samples(store: RunStore, load: str = "pipeline",
         loads = _in_flight(on, off, at, waits)
         # the builds in their build phase then (``work`` less ``pipeline``)
         (w_on, w_off, w_waits), (p_on, p_off, _) = by_index["work"], by_index["pipeline"]
-        building = [w - p for w, p in zip(_in_flight(w_on, w_off, at, w_waits),
-                                          _in_flight(p_on, p_off, at), strict=True)]
+        building = [max(0, w - p) for w, p in zip(_in_flight(w_on, w_off, at, w_waits),
+                                                  _in_flight(p_on, p_off, at), strict=True)]
         out[stage].extend((float(x), float(d), int(a), float(b))
                           for x, (a, d), b in zip(loads, ok, building, strict=True))
 
