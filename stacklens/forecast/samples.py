@@ -190,12 +190,15 @@ def run_samples(store: RunStore, load: str = "pipeline",
         ok = [(a, d) for a, d in zip(t0.to_list(), dur_s.to_list(), strict=True)
               if a is not None and d is not None]
         at = [a for a, _ in ok]
-        on, off, waits = by_index[stage_load.get(stage, load)]  # filled below, before use
-        loads = _in_flight(on, off, at, waits)
+
+        def count(index: str) -> list[int]:  # by_index is filled below, before use
+            return _in_flight(*by_index[index][:2], at, by_index[index][2])
+
+        index = stage_load.get(stage, load)
+        loads = count(index)
         # the builds in their build phase then (``work`` less ``pipeline``)
-        (w_on, w_off, w_waits), (p_on, p_off, _) = by_index["work"], by_index["pipeline"]
-        building = [max(0, w - p) for w, p in zip(_in_flight(w_on, w_off, at, w_waits),
-                                                  _in_flight(p_on, p_off, at), strict=True)]
+        pipe = loads if index == "pipeline" else count("pipeline")
+        building = [max(0, w - p) for w, p in zip(count("work"), pipe, strict=True)]
         out[stage].extend((float(x), float(d), int(a), float(b))
                           for x, (a, d), b in zip(loads, ok, building, strict=True))
 
