@@ -21,7 +21,17 @@ from stacklens.forecast.knobs import Knobs
 from stacklens.forecast.records import BootRecord, DeleteRecord
 from stacklens.forecast.rpcwait import caller_wait_s
 
-__all__ = ["Cloud", "FifoPool"]
+__all__ = ["UNSERVED_STAGES", "Cloud", "FifoPool"]
+
+#: The controller's stages that no simulated server serves: the RPC hops through the broker
+#: (and the conductor's post-scheduling work booked with its hop) and placement's allocation
+#: reads. Beyond the calibrated load nothing else in the model grows them, so with knob
+#: ``saturation`` they grow at least in proportion to the load
+#: (:meth:`~stacklens.forecast.dist.LoadDist.sample`). The API's, conductor's and scheduler's
+#: stages are served on their simulated workers, whose queues grow once those saturate: the
+#: asymptote on top would count that queue twice (with it, 8 scheduler workers no longer
+#: beat 2 at 256 hosts, which the field's studies show they do).
+UNSERVED_STAGES = ("to_conductor", "to_compute", "alloc_read", "delete_to_compute")
 
 
 class _Busy:
@@ -137,9 +147,12 @@ class Cloud:
         """One time (s) of ``stage`` at the current load; without a shared CPU, scaled by the
         builds in flight against those its load bin saw in the calibration
         (:meth:`~stacklens.forecast.dist.LoadDist.contention`; stages calibrated with
-        them only: :data:`~stacklens.forecast.samples.CONTROLLER_STAGES`)."""
+        them only: :data:`~stacklens.forecast.samples.CONTROLLER_STAGES`); with knob
+        ``saturation``, the :data:`UNSERVED_STAGES` grow beyond the calibrated load at least
+        in proportion to it (:meth:`~stacklens.forecast.dist.LoadDist.sample`)."""
         d, load, cap = self.st[stage], self._load(stage), self.k.max_slowdown
-        v = d.sample(self.rng.random(), load, cap)
+        v = d.sample(self.rng.random(), load, cap,
+                     self.k.saturation and self.cpu is None and stage in UNSERVED_STAGES)
         if d.building and self.cpu is None and self.k.contention:
             v *= d.contention(load, self.building, cap)
         return v

@@ -12,6 +12,21 @@ in flight because the processes share the CPU; on a real cloud the same shape co
 databases and brokers. The bins keep the measured shape where it was measured; the line is the
 simplest extrapolation that keeps its direction.
 
+Why at least in proportion beyond the bins (``saturating``): the line is fitted over loads the
+calibration saw, where the controller was not yet saturated, and its slope is that regime's.
+Beyond them a saturated server's response time grows at least linearly with the jobs in it
+(operational analysis's asymptotic bound, ``R(N) >= N * D_max - Z``: Lazowska et al., 1984,
+*Quantitative System Performance*, ch. 5; processor sharing: each of ``n`` jobs progresses at
+``cores / n``). So for the controller's stages that no simulated server serves (the model
+passes ``saturating``: :data:`~stacklens.forecast.cloud.UNSERVED_STAGES`) the multiplier
+beyond the highest bin is the larger of the line's and ``load / top``, ``top`` the highest
+bin's mean load. On the lab runs of 2026-11-28 (session 25's) the K=4 calibration read the
+allocations only at ``pipeline`` 0-1.8 (bins' means), where the K=8 storm's first claim read
+them in the burst: 65-143 ms per request in the five runs' first holds. The line drew them at
+29-67 ms, the asymptote at 55-162 ms (three seeds each). Stages served on the model's API,
+conductor and scheduler workers grow through those workers' queues, and a compute's own
+stages run on its host, which a bigger storm does not share more: they keep the line.
+
 Why the builds per bin (``building``, calibration format 7): a bigger cloud runs more builds at
 the same ``pipeline`` load (more hosts, each with its build slots), and their conductor calls
 and placement reads share the controller with the stages of the boots still in the control
@@ -72,8 +87,12 @@ class LoadDist:
                 return i
         return len(self.edges)
 
-    def sample(self, u: float, load: float, max_slowdown: float = 8.0) -> float:
-        """The time (s) at quantile ``u`` in [0, 1) for ``load`` boots in flight."""
+    def sample(self, u: float, load: float, max_slowdown: float = 8.0,
+               saturating: bool = False) -> float:
+        """The time (s) at quantile ``u`` in [0, 1) for ``load`` boots in flight. Beyond the
+        highest bin's mean load ``top`` the highest bin's time is scaled by the fitted line's
+        ratio ``(a + b * load) / (a + b * top)``, with ``saturating`` by at least
+        ``load / top`` (module docstring), at most by ``max_slowdown``."""
         q = self.qs[self.bin_of(load)]
         x = u * (N_QUANTILES - 1)
         i = int(x)
@@ -85,7 +104,10 @@ class LoadDist:
         if load > top and self.b > 0:
             ref = self.a + self.b * top
             if ref > 0:
-                v *= min(max_slowdown, (self.a + self.b * load) / ref)
+                f = (self.a + self.b * load) / ref
+                if saturating and top > 0:
+                    f = max(f, load / top)
+                v *= min(max_slowdown, f)
         return v
 
     def contention(self, load: float, building: float, cap: float = 8.0) -> float:

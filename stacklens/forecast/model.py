@@ -61,7 +61,10 @@ One simulated boot follows the path of the field notes (section 2) and of nova 2
 Each stage's time is drawn from its calibrated distribution at the current load (the
 calibration's ``load``: by default the boots between the API and a compute, the control plane's
 work in progress; or the client's slots in use, or the server's boots in flight), see
-:mod:`stacklens.forecast.dist`. A process (API, conductor,
+:mod:`stacklens.forecast.dist`; beyond the highest calibrated load along the fitted line, and
+the stages no simulated worker serves (the RPC hops, placement's allocation reads:
+:data:`~stacklens.forecast.cloud.UNSERVED_STAGES`) at least in proportion to the load (knob
+``saturation``). A process (API, conductor,
 scheduler worker) is a single-CPU server: it is held for the stage's idle-cloud demand (the
 median of the lowest calibrated load bin) and released for the rest of the stage, which is the
 load-dependent waiting the calibration measured (shared CPU, database, broker). So worker counts
