@@ -187,3 +187,23 @@ def test_holds_grow_with_the_allocations_the_scheduler_made_on_the_host():
     # claims 3 x 0.4 s, then the deletes' update_usage: 3, 2 and 1 allocations left at most
     extra = deleted.busy["compute_resources lock"] * deleted.duration_s - 3 * 0.4
     assert 3 * 0.2 - 1e-9 <= extra <= 3 * 0.4 + 1e-9
+
+
+def test_the_calls_before_the_build_are_made_on_the_conductor():
+    # nova 2025.1 build_and_run_instance: object_class_action_versions, then the instance's
+    # save ("Starting instance..."), before the build phase: each an RPC call to the
+    # conductor whose caller resumes at its next 0.5 s reply poll (format 8: ``pre_calls``)
+    import dataclasses
+
+    k = Knobs(computes=1, servers=1, concurrency=1, poll_interval_s=0.0, delete=False)
+    base = dataclasses.replace(_cal(conductor_call=0.02), rpc_poll_s=0.5)
+    none, two = simulate(base, k), simulate(dataclasses.replace(base, pre_calls=2), k)
+    (b0,), (b2,) = none.boots, two.boots
+    assert (b2.end_s - b2.start_s) - (b0.end_s - b0.start_s) == pytest.approx(2 * 0.5)
+    assert b2.stages["nova-conductor"] - b0.stages.get("nova-conductor", 0.0) == pytest.approx(0.04)
+    assert b2.stages["nova-compute"] == pytest.approx(b0.stages["nova-compute"])
+    back = Calibration.from_json(dataclasses.replace(base, pre_calls=2).to_json())
+    assert back.pre_calls == 2
+    doc = base.to_json()
+    del doc["pre_calls"]
+    assert Calibration.from_json(doc).pre_calls == 0  # a format-7 model keeps them in its stage

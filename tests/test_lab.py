@@ -221,3 +221,8 @@ logs: [{root / "logs"}]
     assert status == 200
     assert not [s for s in body["servers"]
                 if s["name"].startswith("sl-") and s["status"] != "DELETED"]
+    # the forecast's calibration reads this run's RPC calls: nova 2025.1's
+    # build_and_run_instance makes two conductor calls before the build phase (a version
+    # check, the instance's save), calibration format 8's ``pre_calls``
+    from stacklens.forecast.calibrate import calibrate
+    assert calibrate([out]).pre_calls == 2

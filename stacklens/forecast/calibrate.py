@@ -19,7 +19,9 @@ timestamps of the same trace (span names of stacklens.trace; nova 2025.1 code pa
                     the conductor's wait for its next reply poll
 ``compute_pre``     build phase start - compute span start, for builds that did not wait for
                     the build semaphore (fewer than max_concurrent_builds in progress on the
-                    host): the work before the semaphore; the wait itself is simulated
+                    host): the work before the semaphore; the wait itself is simulated; since
+                    format 8 less its conductor calls (their callers' waits), which the model
+                    makes (``pre_calls`` of them, median per boot)
 ``conductor_call``  each ``call conductor`` span of nova-compute's build (object saves,
                     instance updates); the count per boot outside a lock hold is
                     ``conductor_calls``, under a claim's / delete's hold
@@ -141,8 +143,9 @@ __all__ = [
 #: and ``delete_held`` are then the holds without that read; older files read without);
 #: 7: per load bin of the controller's stages, the builds in flight
 #: (:attr:`~stacklens.forecast.dist.LoadDist.building`; older files read without: no
-#: contention scaling).
-CALIBRATION_FORMAT_VERSION = 7
+#: contention scaling); 8: ``pre_calls``, the conductor calls before the build phase
+#: (``compute_pre`` is then without them; older files read 0: the stage keeps them).
+CALIBRATION_FORMAT_VERSION = 8
 
 #: nova's default spacing of ``update_available_resource`` (``update_resources_interval`` 0:
 #: oslo.service's default periodic spacing, 60 s), when a run is too short to measure it.
@@ -180,6 +183,9 @@ class Calibration:
     rpc_poll_s: float = 0.0
     calls_per_claim_hold: int = 0
     calls_per_delete_hold: int = 0
+    #: conductor calls between the compute's receipt of the build and its build phase (median
+    #: per boot; format 8: ``compute_pre`` is then without them; older files read 0)
+    pre_calls: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document written by ``forecast calibrate``."""
@@ -194,6 +200,7 @@ class Calibration:
                 "rpc_poll_s": self.rpc_poll_s,
                 "calls_per_claim_hold": self.calls_per_claim_hold,
                 "calls_per_delete_hold": self.calls_per_delete_hold,
+                "pre_calls": self.pre_calls,
                 "attribution": {k: round(v, 4) for k, v in self.attribution.items()},
                 **({"cpu": self.cpu.to_json()} if self.cpu is not None else {}),
                 "stages": {k: v.to_json() for k, v in self.stages.items()}}
@@ -222,6 +229,7 @@ class Calibration:
                                rpc_poll_s=float(d.get("rpc_poll_s") or 0.0),
                                calls_per_claim_hold=int(d.get("calls_per_claim_hold") or 0),
                                calls_per_delete_hold=int(d.get("calls_per_delete_hold") or 0),
+                               pre_calls=int(d.get("pre_calls") or 0),
                                attribution={str(k): float(v) for k, v in
                                             (d.get("attribution") or {}).items()},
                                knobs=dict(d.get("knobs") or {}),
@@ -351,6 +359,7 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
     rows: RegressionRows = {}
     procs: dict[str, int] = {}
     n_calls: list[int] = []
+    n_pre: list[int] = []
     gaps: list[float] = []
     shares: list[float] = []
     nlb: list[int] = []
@@ -372,6 +381,7 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         for k, v in got["samples"].items():
             samples[k].extend(v)
         n_calls += got["n_calls"]
+        n_pre += got["n_pre_calls"]
         shares += got["placement_share"]
         nlb += got["n_locks_build"]
         nld += got["n_locks_delete"]
@@ -441,4 +451,5 @@ def calibrate(runs: Sequence[str | Path], provenance: dict[str, Any] | None = No
         calls_per_claim_hold=int(statistics.median(hold_calls["claim"]))
         if hold_calls["claim"] else 0,
         calls_per_delete_hold=int(statistics.median(hold_calls["delete"]))
-        if hold_calls["delete"] else 0)
+        if hold_calls["delete"] else 0,
+        pre_calls=int(statistics.median(n_pre)) if n_pre else 0)

@@ -278,6 +278,11 @@ class _Cloud(Cloud):
         host = f"simulated-compute-{h + 1}"
         t0 = env.now
         yield from self.spend("compute_pre", host=h)
+        pre_cond = pre_waited = 0.0
+        for _ in range(self.cal.pre_calls):  # the instance's saves before the build phase
+            c, w = yield from self.conductor_call()
+            pre_cond += c
+            pre_waited += w
         with self.sem[h].request() as slot:
             self.waiting += 1
             yield slot
@@ -288,7 +293,11 @@ class _Cloud(Cloud):
                 ok, cond, waited = yield from self._claim_and_build(rec, h, host, t0, tb)
             finally:
                 self.building -= 1
+        cond, waited = cond + pre_cond, waited + pre_waited
         if not ok:
+            st["nova-conductor"] = st.get("nova-conductor", 0.0) + pre_cond
+            st["between components"] = st.get("between components", 0.0) + pre_waited
+            st["nova-compute"] -= pre_cond + pre_waited
             return False
         yield from self.spend("finish", always=False, host=h)
         st["nova-conductor"] = st.get("nova-conductor", 0.0) + cond

@@ -248,9 +248,18 @@ def run_samples(store: RunStore, load: str = "pipeline",
         pl.col("b_e").alias("w1_ns")), poll_s)
     inside = in_build.group_by(pl.col("key").alias("trace_id")).agg(
         pl.len().alias("n_calls"), pl.col("wait_s").sum().alias("calls_s"))
-    c = c.join(inside, on="trace_id", how="left").join(lk, on="trace_id", how="left")
+    # the calls before the build phase, from the compute's receipt of the cast (nova 2025.1
+    # build_and_run_instance: the instance's saves before _do_build_and_run_instance's work)
+    pre_w = c.filter(pl.col("nova-compute_s").is_not_null() & pl.col("b_s").is_not_null())
+    in_pre = calls_within(calls_all, pre_w.select(
+        "trace_id", pl.col("trace_id").alias("key"), pl.col("nova-compute_s").alias("w0_ns"),
+        pl.col("b_s").alias("w1_ns")), poll_s).group_by(pl.col("key").alias("trace_id")).agg(
+        pl.len().alias("n_pre_calls"), pl.col("wait_s").sum().alias("pre_calls_s"))
+    c = (c.join(inside, on="trace_id", how="left").join(lk, on="trace_id", how="left")
+         .join(in_pre, on="trace_id", how="left"))
     c = c.with_columns(pl.col("n_calls").fill_null(0), pl.col("calls_s").fill_null(0.0),
-                       pl.col("lock_s").fill_null(0.0), pl.col("n_locks").fill_null(0))
+                       pl.col("lock_s").fill_null(0.0), pl.col("n_locks").fill_null(0),
+                       pl.col("n_pre_calls").fill_null(0), pl.col("pre_calls_s").fill_null(0.0))
     ns = 1e9
     api_s, api_e = pl.col("nova-api_s"), pl.col("nova-api_e")
     cd_s = pl.col("nova-conductor_s")
@@ -259,12 +268,13 @@ def run_samples(store: RunStore, load: str = "pipeline",
     d = c.select(
         "trace_id", "nova-api_s", "nova-api_e", "nova-conductor_s", "nova-scheduler_s",
         "nova-scheduler_e", "nova-compute_s", "b_s", "b_e", "nova-compute_host", "n_calls", "n_locks",
+        "n_pre_calls",
         api=(api_e - api_s) / ns, to_conductor=(cd_s - api_e) / ns,
         conductor=(sc_s - cd_s) / ns,
         scheduler=((sc_e - sc_s) / ns - pl.col("loop_s").fill_null(0.0)).clip(lower_bound=0.0),
         to_compute=((cp_s - sc_e) / ns - (caller_wait((sc_e - sc_s) / ns, poll_s)
                                            - (sc_e - sc_s) / ns)).clip(lower_bound=0.0),
-        compute_pre=(pl.col("b_s") - cp_s) / ns,
+        compute_pre=((pl.col("b_s") - cp_s) / ns - pl.col("pre_calls_s")).clip(lower_bound=0.0),
         build=((pl.col("b_e") - pl.col("b_s")) / ns - pl.col("calls_s")
                - pl.col("lock_s")).clip(lower_bound=0.0),
         finish=(pl.col("end_ns") - pl.col("b_e")) / ns)
@@ -376,6 +386,7 @@ def run_samples(store: RunStore, load: str = "pipeline",
                        ["hold_calls"].to_list()
                        for kind, ids in (("claim", creates), ("delete", deletes))},
         "n_calls": d.filter(pl.col("b_s").is_not_null())["n_calls"].to_list(),
+        "n_pre_calls": d.filter(pl.col("b_s").is_not_null())["n_pre_calls"].to_list(),
         "placement_share": share.to_list(),
         "n_locks_build": d.filter(pl.col("b_s").is_not_null())["n_locks"].to_list(),
         "n_locks_delete": dl["n_locks"].to_list(),
