@@ -22,8 +22,8 @@ passes ``saturating``: :data:`~stacklens.forecast.cloud.UNSERVED_STAGES`) the mu
 beyond the highest bin is the larger of the line's and ``load / top``, ``top`` the highest
 bin's mean load. On the lab runs of 2026-11-28 (session 25's) the K=4 calibration read the
 allocations only at ``pipeline`` 0-1.8 (bins' means), where the K=8 storm's first claim read
-them in the burst: 65-143 ms per request in the five runs' first holds. The line drew them at
-29-67 ms, the asymptote at 55-162 ms (three seeds each). Stages served on the model's API,
+them in the burst: 65-143 ms per request in the five runs' first holds. The shipped model
+draws 52-84 ms there (six seeds), and 25-33 ms along the line (three seeds). Stages served on the model's API,
 conductor and scheduler workers grow through those workers' queues, and a compute's own
 stages run on its host, which a bigger storm does not share more: they keep the line.
 
