@@ -56,7 +56,7 @@ class Knobs:
     # how far the calibrated load dependence is extrapolated beyond the calibrated load
     max_slowdown: float = 8.0  # cap on the service-time multiplier from load (no CPU model)
     contention: bool = True  # controller stages scaled by the builds in flight (dist.py)
-    saturation: bool = True  # controller stages beyond calibrated load: >= load / top (dist.py)
+    saturation: bool = True  # unserved stages beyond calibrated load: >= load / top (dist.py)
     # the host's shared CPU (a model with a cpu section: stacklens.forecast.cpu)
     cores: float = 0.0  # cores shared by every service and compute; 0: the calibration host's
     seed: int = 1
@@ -99,9 +99,10 @@ KNOB_HELP: dict[str, str] = {
     "(models without a cpu section)",
     "contention": "scale the controller's stage times by the builds in flight against those "
     "their load bin saw in the calibration (models calibrated since format 7; no cpu section)",
-    "saturation": "beyond the highest calibrated load, grow the controller's stage times at "
-    "least in proportion to the load (a saturated server's asymptote), not only along the "
-    "line fitted below it (no cpu section)",
+    "saturation": "beyond the highest calibrated load, grow the times of the stages no "
+    "simulated worker serves (RPC hops, placement's allocation reads) at least in proportion "
+    "to the load (a saturated server's asymptote), not only along the line fitted below it "
+    "(no cpu section)",
     "cores": "CPU cores shared by the services and computes (processor sharing); 0: the "
     "calibration host's; models without a cpu section ignore it",
     "seed": "random seed",
