@@ -21,7 +21,7 @@ from stacklens.forecast.knobs import Knobs
 from stacklens.forecast.records import BootRecord, DeleteRecord
 from stacklens.forecast.rpcwait import caller_wait_s
 
-__all__ = ["UNSERVED_STAGES", "Cloud", "FifoPool"]
+__all__ = ["Cloud", "FifoPool", "UNSERVED_STAGES"]
 
 #: The controller's stages that no simulated server serves: the RPC hops through the broker
 #: (and the conductor's post-scheduling work booked with its hop) and placement's allocation
