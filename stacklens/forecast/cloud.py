@@ -294,6 +294,16 @@ class Cloud:
         yield self.env.timeout(end - c0)
         return reply_at - c0, end - reply_at
 
+    def conductor_calls(self, n: int):
+        """``n`` :meth:`conductor_call` one after the other; returns their (conductor s, waited
+        s) summed."""
+        cond = waited = 0.0
+        for _ in range(n):
+            c, w = yield from self.conductor_call()
+            cond += c
+            waited += w
+        return cond, waited
+
     def api_work(self, stage: str):
         """Hold one API worker for the whole stage (a sync WSGI worker serves one request);
         the trace starts when the worker takes the request (the access line's clock)."""
@@ -443,10 +453,9 @@ class Cloud:
                     on_held()
                 t0 = self.env.now
                 yield from self.do(stage, p, host=h)
-                for _ in range(m if j == 0 else 0):  # the claim's saves, under the lock
-                    c, w = yield from self.conductor_call()
-                    calls[0] += c
-                    calls[1] += w
+                c, w = yield from self.conductor_calls(m if j == 0 else 0)  # the claim's saves
+                calls[0] += c  # under the lock
+                calls[1] += w
                 if j == 0:
                     self.row_update(h)
                 self.lock_busy_s[h] += self.env.now - t0

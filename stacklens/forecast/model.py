@@ -278,11 +278,8 @@ class _Cloud(Cloud):
         host = f"simulated-compute-{h + 1}"
         t0 = env.now
         yield from self.spend("compute_pre", host=h)
-        pre_cond = pre_waited = 0.0
-        for _ in range(self.cal.pre_calls):  # the instance's saves before the build phase
-            c, w = yield from self.conductor_call()
-            pre_cond += c
-            pre_waited += w
+        # the instance's saves before the build phase
+        pre_cond, pre_waited = yield from self.conductor_calls(self.cal.pre_calls)
         with self.sem[h].request() as slot:
             self.waiting += 1
             yield slot
@@ -327,10 +324,8 @@ class _Cloud(Cloud):
             self.busy["compute build slots"].add(env.now - tb)
             return False, 0.0, 0.0
         yield from self.do("build", self.plan("build"), host=h)  # its own work, then
-        for _ in range(cal.conductor_calls):  # its calls (one wait each: 12,000-boot bench)
-            c, w = yield from self.conductor_call()
-            cond += c
-            waited += w
+        c, w = yield from self.conductor_calls(cal.conductor_calls)  # its calls
+        cond, waited = cond + c, waited + w
         self.busy["compute build slots"].add(env.now - tb)
         rec.phases.append(("build", tb, env.now))
         return True, cond, waited
