@@ -497,8 +497,8 @@ def adopt_orphan_markers(linked: pl.DataFrame) -> pl.DataFrame:
         .filter(pl.col("http_method").is_not_null())
         .join(first(pl.col("instance_uuid").is_not_null(), "instance_uuid"), on="trace_id")
         .join(traced.group_by("trace_id").agg(_t0=pl.col("ts_ns").min()), on="trace_id")
-        .select("trace_id", _m="http_method", _p="http_path", instance_uuid="instance_uuid",
-                _t0="_t0")
+        .select("trace_id", _m="http_method", _p=pl.col("http_path").cast(pl.String),
+                instance_uuid="instance_uuid", _t0="_t0")
         .collect()
         .with_columns(_op=_operation(pl.col("_m"), normalize_path(pl.col("_p"))))
     )
