@@ -151,7 +151,7 @@ def test_cli_sets_polars_allocator_decay_before_polars_loads():
     """The CLI's jemalloc decay (stacklens.cli._alloc) reaches Polars' allocator, and a value
     already in the environment is kept (here Polars' own defaults come back)."""
     text = _jemalloc_options("import stacklens.cli, sys; assert 'polars' not in sys.modules")
-    assert "opt.dirty_decay_ms: 3000 " in text and "opt.muzzy_decay_ms: 3000 " in text, text[:2000]
+    assert "opt.dirty_decay_ms: 3000 " in text and "opt.muzzy_decay_ms: 0 " in text, text[:2000]
     text = _jemalloc_options("import os; os.environ['_RJEM_MALLOC_CONF'] = 'narenas:2'; "
                              "import stacklens.cli")
     assert "opt.dirty_decay_ms: 500 " in text, text[:2000]
