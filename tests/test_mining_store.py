@@ -109,3 +109,21 @@ def test_only_the_continuations_the_text_reads_are_loaded_and_the_result_is_the_
         assert_frame_equal(got[k], want, check_row_order=True)
     texts = " ".join(got["templates"]["template"].to_list())
     assert "ValueError" in texts and "libvirtError" not in texts
+
+
+def test_continuations_read_row_group_by_row_group(tmp_path):
+    """``_continuations`` gives each wanted row's value across row-group boundaries (first and
+    last row of a group, several rows in one group, groups with none, the file's last row)."""
+    from stacklens.analyze.mining import _continuations
+
+    n = 50
+    vals = [None if i % 3 == 0 else f"Traceback line {i}\n  File x" for i in range(n)]
+    path = tmp_path / "events.parquet"
+    pl.DataFrame({"continuation": vals}, schema={"continuation": pl.String}).write_parquet(
+        path, row_group_size=7)
+    import pyarrow.parquet as papq
+
+    assert papq.ParquetFile(path).metadata.num_row_groups == 8
+    rows = [0, 1, 6, 7, 13, 14, 20, 41, 48, 49]
+    assert _continuations(path, rows) == [vals[i] for i in rows]
+    assert _continuations(path, []) == []
