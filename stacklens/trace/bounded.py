@@ -35,10 +35,12 @@ whole-frame path. ``STACKLENS_TRACE_BUCKETS`` forces ``B``. ``STACKLENS_TRACE_TH
 (default: the cores, at most 2) buckets run at once, each in its share of the budget (``B``
 grows by that factor): on 2 cores, 10 M lines, the trace command 33.8 -> 27.6 s, peak RSS the
 same (1,029 vs 1,053 MiB; 8 buckets one at a time vs 16 two at a time). What the budget does not bound:
-pass 1 (narrow, but one row per record: ~1.5 GiB peak RSS for the 10.5 M records of the
-30 M-line bench corpus, the offset estimate about alike with linking, ~150 B per record; 2.2
-GiB before session 22, 3.7 GiB before session 12), one output table at a time
-(:func:`iter_traces_bounded`; 0.3 GiB of spans there), and a single component larger than a
+pass 1 (narrow, but one row per record, about 100 B a record: the stage's peak of 1.3 GiB for
+the 10.5 M records of the 30 M-line bench corpus and 3.9 GiB for the 35.2 M of the 100 M-line
+one, 2026-11-29; 2.2 GiB at 30 M lines before session 22, 3.7 GiB before session 12), the
+keys it hands to the split (~30 B a record), one output table at a time
+(:func:`iter_traces_bounded`; 0.3 GiB of spans at 30 M lines; its merge peaked at 2.7 GiB at
+100 M), and a single component larger than a
 bucket's share (a long-lived periodic-task request id makes one trace of 233 k records there).
 The buckets' outputs go to temporary files as they are made, so the working set through the
 buckets stays at ~0.7 GiB whatever their number.
