@@ -111,14 +111,11 @@ _FEW = ("http_method", "rpc_kind")
 #: and join on, never read as text: categorical there (4 bytes a row where a string column
 #: holds a 16-byte view, null or not, plus its text). The 2.69 M rows of the 30 M-line bench
 #: corpus's frame: 827 -> 651 MiB resident, the offsets' peak 1,195 -> 982 MiB (jemalloc
-#: purging at once), the same offsets; with ``http_path`` categorical in linking (below),
+#: purging at once), the same offsets; with ``http_path`` categorical in linking (_corrected),
 #: ``stacklens trace`` of that corpus peaks at 1,763 -> 1,582 MiB (median of 3 runs each, in
 #: turn; same time, same tables). ``logger`` and ``request_id`` stay strings: rules read the
 #: logger as text and join request ids to ids cut out of messages.
 _CLOCK_CATS = ("host", "service", "rpc_kind", "rpc_id")
-#: ``http_path`` is categorical in pass 1 too: set on access lines only, it was a 16-byte view
-#: on every record (the 6.6 M keyed records of the 30 M-line bench corpus: 163 MiB resident);
-#: orphan adoption, its one reader there, casts it back to text.
 #: Of :data:`_LINKED`, the columns no clock rule reads.
 _LINK_ONLY = ("instance_uuid", "http_method", "http_path")
 #: Columns no rule of :func:`~stacklens.trace.trace_tables` reads (``global_request_id``
@@ -334,7 +331,7 @@ def _clock_frame(path: Path, cols: Sequence[str]) -> pl.DataFrame:
         .agg(pl.col("_row").min(), pl.col("ts_ns").min())
         .drop("_day")
         .sort("_row")
-        .with_columns(pl.col(c for c in cat if c in key).cast(pl.Categorical))
+        .with_columns(pl.col([c for c in cat if c in key]).cast(pl.Categorical))
     )
     names = kept.collect_schema().names()
     # the folded rows first, alone (their group-by's peak is not added to the kept records'
@@ -368,6 +365,9 @@ def _corrected(path: Path, offsets: pl.DataFrame, keep: pl.Expr) -> pl.DataFrame
     # the orphans' messages in a read of their own: a filtered scan decodes only their pages,
     # where a column expression would decode every record's message (~0.5 GB more at 10 M lines)
     said = scan.filter(_ORPHAN).select("_row", "message").collect(engine="streaming")
+    # ``http_path`` categorical too: set on access lines only, as a string it was a 16-byte
+    # view on every record (the 6.6 M keyed records of the 30 M-line bench corpus: 163 MiB
+    # resident); orphan adoption, its one reader here, casts it back to text
     lf = scan.select("_row", "ts_ns", "host", *_LINKED).with_columns(
         pl.col(*_IDS, *_FEW, "http_path").cast(pl.Categorical))
     if offsets.height:
