@@ -34,7 +34,7 @@ from stacklens.manifest import IngestSection, ReportSection, TraceSection
 from stacklens.report.html import render_html
 from stacklens.report.json_out import render_json
 from stacklens.schema import TABLES
-from stacklens.store import RunStore
+from stacklens.store import RunStore, TableWriter
 from stacklens.trace.bounded import iter_traces_bounded
 
 __all__ = [
@@ -135,12 +135,24 @@ def trace_step(store: RunStore, on_progress: OnProgress | None = None) -> TraceS
         if on_progress is not None:
             on_progress(StageProgress("trace", done, total))
 
-    rows = {}
-    # each table written and dropped as soon as it is merged: one output table in memory
-    for name, df in iter_traces_bounded(events, cols, on_bucket=bucket_done):
-        store.write({name: df})
-        rows[name] = df.height
-        del df
+    rows: dict[str, int] = {}
+    # each part appended and dropped as soon as it is merged: one part in memory
+    out: TableWriter | None = None
+    try:
+        for name, df in iter_traces_bounded(events, cols, on_bucket=bucket_done):
+            if out is None or out.name != name:
+                if out is not None:
+                    out.close()
+                out = store.writer(name)
+            out.write(df)
+            rows[name] = rows.get(name, 0) + df.height
+            del df
+    except BaseException:
+        if out is not None:
+            out.abort()
+        raise
+    if out is not None:
+        out.close()
     section = TraceSection(traces=rows["traces"], spans=rows["spans"], flows=rows["flows"],
                            wall_s=round(time.perf_counter() - t0, 3), buckets=n_buckets)
     store.write_section("trace", section)

@@ -253,6 +253,30 @@ def test_trace_step_records_buckets(tmp_path, monkeypatch) -> None:
         assert_frame_equal(store.read(name), whole[name])
 
 
+@pytest.mark.parametrize("merge_rows", [1, 7, 40])
+def test_tables_merged_by_ranges_of_trace_ids(tmp_path, monkeypatch, merge_rows: int) -> None:
+    """spans, traces and breakdown merged from the buckets a range of trace ids at a time
+    (several ranges; one trace per range at the smallest) give the whole-frame tables, from
+    build_traces_bounded and written part by part by trace_step."""
+    from stacklens.trace import bounded
+
+    monkeypatch.setattr(bounded, "_MERGE_ROWS", merge_rows)
+    monkeypatch.setattr(bounded, "_BUCKET_ROW_GROUP", 3)  # several row groups per file
+    store = RunStore(tmp_path)
+    events = _synthetic(30)
+    store.write({"events": events})
+    whole = _same(store, 4)
+    n = whole["spans"].height
+    assert n > 3 * merge_rows or merge_rows == 40
+    parts = [name for name, _ in bounded.iter_traces_bounded(
+        store.tables_dir / "events.parquet", COLS, buckets=4)]
+    assert parts.count("spans") == min(-(-n // merge_rows), whole["traces"].height)
+    monkeypatch.setenv(BUCKETS_ENV, "4")
+    trace_step(store)
+    for name in NAMES:
+        assert_frame_equal(store.read(name), whole[name])
+
+
 @pytest.mark.parametrize("threads", ["1", "2", "3"])
 def test_buckets_run_at_once_give_the_same_tables(tmp_path, monkeypatch, threads: str) -> None:
     store = RunStore(tmp_path)

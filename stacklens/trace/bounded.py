@@ -38,12 +38,14 @@ same (1,029 vs 1,053 MiB; 8 buckets one at a time vs 16 two at a time). What the
 pass 1 (narrow, but one row per record, about 100 B a record: the stage's peak of 1.3 GiB for
 the 10.5 M records of the 30 M-line bench corpus and 3.9 GiB for the 35.2 M of the 100 M-line
 one, 2026-11-29; 2.2 GiB at 30 M lines before session 22, 3.7 GiB before session 12), the
-keys it hands to the split (~30 B a record), one output table at a time
-(:func:`iter_traces_bounded`; 0.3 GiB of spans at 30 M lines; its merge peaked at 2.7 GiB at
-100 M), and a single component larger than a
-bucket's share (a long-lived periodic-task request id makes one trace of 233 k records there).
-The buckets' outputs go to temporary files as they are made, so the working set through the
-buckets stays at ~0.7 GiB whatever their number.
+keys it hands to the split (~30 B a record), the trace ids of an output table and the
+phases and flows tables whole (small: 1.8 k and 49 k rows at 30 M lines), and a single
+component larger than a bucket's share (a long-lived periodic-task request id makes one
+trace of 233 k records there). The buckets' outputs go to temporary files as they are made,
+so the working set through the buckets stays at ~0.7 GiB whatever their number; spans,
+traces and breakdown are merged from those files a range of trace ids at a time
+(:func:`_ranged`) and written part by part: merging whole tables peaked at 1.16-1.21 GiB at
+30 M lines and 2.5-2.7 GiB at 100 M, by ranges 0.81 GiB at 30 M (same tables).
 Time: about the same as the whole-frame path (one more read of the narrow columns and one of
 the traced columns, less copying), whatever ``B``.
 """
@@ -125,6 +127,12 @@ _LINK_ONLY = ("instance_uuid", "http_method", "http_path")
 _NOT_IN_BUCKETS = ("user", "project", "global_request_id", "n_lines", "lock_name",
                    "lock_waited_s", "lock_held_s")
 _PHASES = ["claim", "network", "block_device", "spawn", "teardown", "resource_cleanup", "build"]
+#: Tables ordered by ``trace_id`` alone, merged from the buckets by ranges of trace ids
+#: (:func:`_ranged`): each bucket writes them sorted by ``trace_id`` in row groups of
+#: :data:`_BUCKET_ROW_GROUP` rows, with statistics, and a range holds about :data:`_MERGE_ROWS`.
+_RANGED = ("spans", "traces", "breakdown")
+_BUCKET_ROW_GROUP = 4096
+_MERGE_ROWS = 500_000
 
 
 def trace_threads() -> int:
@@ -160,7 +168,10 @@ def build_traces_bounded(
     dict of conformed frames, identical to the whole-frame path's (all of them in memory at
     once: :func:`iter_traces_bounded` hands them over one at a time). ``on_bucket(done,
     total)`` is called after each bucket. Raises as :func:`iter_traces_bounded`."""
-    return dict(iter_traces_bounded(events_path, columns, buckets, on_bucket))
+    parts: dict[str, list[pl.DataFrame]] = {}
+    for name, df in iter_traces_bounded(events_path, columns, buckets, on_bucket):
+        parts.setdefault(name, []).append(df)
+    return {name: dfs[0] if len(dfs) == 1 else pl.concat(dfs) for name, dfs in parts.items()}
 
 
 def iter_traces_bounded(
@@ -169,11 +180,14 @@ def iter_traces_bounded(
     buckets: int | None = None,
     on_bucket: Callable[[int, int], None] | None = None,
 ) -> Iterator[tuple[str, pl.DataFrame]]:
-    """:func:`build_traces_bounded`'s ``(name, table)`` pairs one table at a time (the
-    ``clock_offsets`` first, then ``spans``, ``traces``, ``breakdown``, ``phases``,
-    ``flows``): each table is merged from its buckets' files only when asked for, so a caller
-    that writes and drops each holds one output table at a time, not all of them (~0.6 GB of
-    outputs at 30 M lines). Temporary bucket files go to a folder beside ``events_path``,
+    """:func:`build_traces_bounded`'s ``(name, part)`` pairs (the ``clock_offsets`` first,
+    then ``spans``, ``traces``, ``breakdown``, ``phases``, ``flows``): a table's parts come one
+    after another, in row order, and concatenated are the table. ``spans``, ``traces`` and
+    ``breakdown`` come in parts of about :data:`_MERGE_ROWS` rows (:func:`_ranged`), the other
+    tables whole; each part is merged from the buckets' files only when asked for, so a caller
+    that writes and drops each (:class:`~stacklens.store.TableWriter`) holds one part at a
+    time, not the tables (~0.6 GB of outputs at 30 M lines; merging whole tables peaked at
+    2.7 GiB at 100 M lines). Temporary bucket files go to a folder beside ``events_path``,
     removed when the iteration ends or is abandoned (and those of a killed earlier run, at the
     start). Raises ``OSError`` on unreadable or unwritable files,
     :class:`~stacklens.errors.UserError` on a bad setting."""
@@ -213,7 +227,12 @@ def iter_traces_bounded(
                 for name, df in trace_tables(linked).items():
                     f = tmp / "out" / name / f"{i:06d}.parquet"
                     f.parent.mkdir(parents=True, exist_ok=True)
-                    df.write_parquet(f, compression="lz4", statistics=False)
+                    if name in _RANGED:  # sorted, with statistics: read back by ranges
+                        df.sort("trace_id", maintain_order=True).write_parquet(
+                            f, compression="lz4", statistics=True,
+                            row_group_size=_BUCKET_ROW_GROUP)
+                    else:
+                        df.write_parquet(f, compression="lz4", statistics=False)
                     got[name] = f
                 del linked
             return got
@@ -226,7 +245,11 @@ def iter_traces_bounded(
                 if on_bucket is not None:
                     on_bucket(i + 1, b)
         yield "clock_offsets", conform(offsets, "clock_offsets")
-        yield from _merged(lambda name: [pl.read_parquet(f) for f in made.get(name, [])])
+        for name in _RANGED:
+            for part in _ranged(name, made.get(name, [])):
+                yield name, part
+        yield from _merged(lambda name: [pl.read_parquet(f) for f in made.get(name, [])],
+                           names=("phases", "flows"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -502,16 +525,56 @@ def merge_buckets(parts: dict[str, list[pl.DataFrame]]) -> dict[str, pl.DataFram
     return dict(_merged(lambda name: parts.pop(name, [])))
 
 
-def _merged(load: Callable[[str], list[pl.DataFrame]]) -> Iterator[tuple[str, pl.DataFrame]]:
-    """``(name, table)`` for spans, traces, breakdown, phases and flows, each concatenated
-    from ``load(name)`` (its buckets' frames in bucket order; none: an empty table) without a
-    rechunk and sorted into the whole-frame path's row order, one table at a time."""
+def _ranged(name: str, files: Sequence[Path]) -> Iterator[pl.DataFrame]:
+    """Table ``name`` (one of :data:`_RANGED`) from its buckets' ``files`` (each sorted by
+    ``trace_id``, in bucket order) in the whole-frame path's row order (by ``trace_id``,
+    stable), as consecutive parts of about :data:`_MERGE_ROWS` rows: the sorted trace ids are
+    cut into ranges and each range is read from every file (Polars skips the row groups
+    whose statistics fall outside it) and sorted. A trace lives in one bucket, so a stable sort
+    of a range keeps its rows in its bucket's order, as the sort of the whole table did. Memory:
+    one range and the trace ids, not the table (``spans`` of the 30 M-line bench corpus, 1.06 M
+    rows in 45 files, prototyped: 839 -> ~360 MiB peak, 1.6 -> 2.3 s). No files: one empty
+    part."""
+    import pyarrow.parquet as papq
+
+    if not files:
+        yield pl.DataFrame(schema=TABLES[name])
+        return
+    ids = pl.concat([pl.read_parquet(f, columns=["trace_id"]).unique() for f in files]
+                    ).get_column("trace_id")
+    rows = sum(papq.ParquetFile(f).metadata.num_rows for f in files)
+    n = min(math.ceil(rows / _MERGE_ROWS), ids.len())
+    if n <= 1 or ids.null_count():  # one range (a null trace id: never in these tables)
+        yield (pl.concat([pl.read_parquet(f) for f in files], rechunk=False)
+               .sort("trace_id", maintain_order=True))
+        return
+    ids = ids.sort()
+    cuts = [None, *(ids[len(ids) * k // n] for k in range(1, n)), None]
+    del ids
+    for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
+        keep = pl.lit(True)
+        if lo is not None:
+            keep = keep & (pl.col("trace_id") >= lo)
+        if hi is not None:
+            keep = keep & (pl.col("trace_id") < hi)
+        yield (pl.concat([pl.scan_parquet(f).filter(keep).collect() for f in files],
+                         rechunk=False).sort("trace_id", maintain_order=True))
+
+
+def _merged(load: Callable[[str], list[pl.DataFrame]],
+            names: Sequence[str] = ("spans", "traces", "breakdown", "phases", "flows"),
+            ) -> Iterator[tuple[str, pl.DataFrame]]:
+    """``(name, table)`` for those of spans, traces, breakdown, phases and flows in
+    ``names``, each concatenated from ``load(name)`` (its buckets' frames in bucket order; none:
+    an empty table) without a rechunk and sorted into the whole-frame path's row order, one
+    table at a time."""
     def cat(n: str) -> pl.DataFrame:
         frames = load(n)
         return pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema=TABLES[n])
 
     for n in ("spans", "traces", "breakdown"):
-        yield n, cat(n).sort("trace_id", maintain_order=True)
+        if n in names:
+            yield n, cat(n).sort("trace_id", maintain_order=True)
     rank = pl.col("phase").replace_strict(_PHASES, list(range(len(_PHASES))),
                                           return_dtype=pl.Int32)
     yield "phases", cat("phases").sort(rank, pl.col("trace_id"), maintain_order=True)
