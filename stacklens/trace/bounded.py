@@ -45,7 +45,8 @@ trace of 233 k records there). The buckets' outputs go to temporary files as the
 so the working set through the buckets stays at ~0.7 GiB whatever their number; spans,
 traces and breakdown are merged from those files a range of trace ids at a time
 (:func:`_ranged`) and written part by part: merging whole tables peaked at 1.16-1.21 GiB at
-30 M lines and 2.5-2.7 GiB at 100 M, by ranges 0.81 GiB at 30 M (same tables).
+30 M lines and 2.5-2.7 GiB at 100 M, by ranges 0.81 GiB at 30 M and 1.06 GiB at 100 M
+(same tables at 30 M).
 Time: about the same as the whole-frame path (one more read of the narrow columns and one of
 the traced columns, less copying), whatever ``B``.
 """
