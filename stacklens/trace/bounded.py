@@ -542,14 +542,10 @@ def _ranged(name: str, files: Sequence[Path]) -> Iterator[pl.DataFrame]:
         yield pl.DataFrame(schema=TABLES[name])
         return
     ids = pl.concat([pl.read_parquet(f, columns=["trace_id"]).unique() for f in files]
-                    ).get_column("trace_id")
+                    ).get_column("trace_id").sort()
     rows = sum(papq.ParquetFile(f).metadata.num_rows for f in files)
-    n = min(math.ceil(rows / _MERGE_ROWS), ids.len())
-    if n <= 1 or ids.null_count():  # one range (a null trace id: never in these tables)
-        yield (pl.concat([pl.read_parquet(f) for f in files], rechunk=False)
-               .sort("trace_id", maintain_order=True))
-        return
-    ids = ids.sort()
+    # one range, all rows, when there is a null trace id (never in these tables)
+    n = 1 if ids.null_count() else min(math.ceil(rows / _MERGE_ROWS), ids.len())
     cuts = [None, *(ids[len(ids) * k // n] for k in range(1, n)), None]
     del ids
     for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
@@ -576,12 +572,14 @@ def _merged(load: Callable[[str], list[pl.DataFrame]],
     for n in ("spans", "traces", "breakdown"):
         if n in names:
             yield n, cat(n).sort("trace_id", maintain_order=True)
-    rank = pl.col("phase").replace_strict(_PHASES, list(range(len(_PHASES))),
-                                          return_dtype=pl.Int32)
-    yield "phases", cat("phases").sort(rank, pl.col("trace_id"), maintain_order=True)
-    fl = cat("flows")
-    http = pl.col("kind") == "http"
-    yield "flows", pl.concat([
-        fl.filter(~http).sort("trace_id", maintain_order=True),
-        fl.filter(http).sort("send_ns", "trace_id", maintain_order=True),
-    ])
+    if "phases" in names:
+        rank = pl.col("phase").replace_strict(_PHASES, list(range(len(_PHASES))),
+                                              return_dtype=pl.Int32)
+        yield "phases", cat("phases").sort(rank, pl.col("trace_id"), maintain_order=True)
+    if "flows" in names:
+        fl = cat("flows")
+        http = pl.col("kind") == "http"
+        yield "flows", pl.concat([
+            fl.filter(~http).sort("trace_id", maintain_order=True),
+            fl.filter(http).sort("send_ns", "trace_id", maintain_order=True),
+        ])
