@@ -116,9 +116,10 @@ _FEW = ("http_method", "rpc_kind")
 #: corpus's frame: 827 -> 651 MiB resident, the offsets' peak 1,195 -> 982 MiB (jemalloc
 #: purging at once), the same offsets; with ``http_path`` categorical in linking (_corrected),
 #: ``stacklens trace`` of that corpus peaks at 1,763 -> 1,582 MiB (median of 3 runs each, in
-#: turn; same time, same tables). ``logger`` and ``request_id`` stay strings: rules read the
-#: logger as text and join request ids to ids cut out of messages.
-_CLOCK_CATS = ("host", "service", "rpc_kind", "rpc_id")
+#: turn; same time, same tables). The request ids too: the rules hold them categorical
+#: (:func:`~stacklens.trace.skew.causal_constraints`). ``logger`` stays a string: rules read
+#: it as text.
+_CLOCK_CATS = ("host", "service", "rpc_kind", "rpc_id", "request_id", "global_request_id")
 #: Of :data:`_LINKED`, the columns no clock rule reads.
 _LINK_ONLY = ("instance_uuid", "http_method", "http_path")
 #: Columns no rule of :func:`~stacklens.trace.trace_tables` reads (``global_request_id``
@@ -324,12 +325,12 @@ def _clock_frame(path: Path, cols: Sequence[str]) -> pl.DataFrame:
     columns, ``message`` included (3.6 -> 1.8 GiB peak on the 10.5 M records of the 30 M-line
     bench corpus); the row number comes from the Parquet reader (``row_index_name``), which
     streams, where ``with_row_index`` on the scan did not (1.8 -> 1.2 GiB for the kept
-    records alone). The kept records stream in file order and the folded rows are few: the
-    two are merged by row number (``merge_sorted``) in the streaming read, not concatenated
-    and sorted, which held the kept records twice (this frame's peak 2.4 -> 1.4 GiB there).
-    The folded rows are grouped first, alone, and the kept records' strings are copied out of
-    the reader's buffers (:func:`_own`): 1.50-1.53 -> 1.40-1.46 GiB there (the kept records
-    alone 1.85 -> 0.78 GiB).
+    records alone). The folded rows are grouped first, alone, and the kept records' strings are
+    copied out of the reader's buffers (:func:`_own`): 1.50-1.53 -> 1.40-1.46 GiB there (the
+    kept records alone 1.85 -> 0.78 GiB). The two are put in file order a column at a time
+    (:func:`_in_order`): a sort of the concatenated frame held it twice (2.4 GiB there), a
+    streaming ``merge_sorted`` of the kept records into the folded rows held them about 1.5
+    times (1.4 GiB there; at 100 M lines, 9.0 M rows, 2.53 -> 2.28 GiB, the same frame).
     """
     dump = context_dump()
     fold = (pl.col("rpc_kind").is_null() & pl.col("rpc_id").is_null()
@@ -357,15 +358,28 @@ def _clock_frame(path: Path, cols: Sequence[str]) -> pl.DataFrame:
         .sort("_row")
         .with_columns(pl.col([c for c in cat if c in key]).cast(pl.Categorical))
     )
-    names = kept.collect_schema().names()
+    schema = kept.collect_schema()
     # the folded rows first, alone (their group-by's peak is not added to the kept records'
-    # read), then merged into the kept records as these stream
-    folded = pl.concat([kept.head(0), folded.collect(engine="streaming").lazy()],
-                       how="diagonal").select(names)
-    out = kept.merge_sorted(folded, key="_row").collect(engine="streaming")
-    if not out.get_column("_row").is_sorted():  # merge_sorted trusts its inputs' order
-        out = out.sort("_row")
-    return out.select(*cols)
+    # read), then the kept records, then the two put in file order a column at a time
+    folded = pl.concat([pl.DataFrame(schema=schema), folded.collect(engine="streaming")],
+                       how="diagonal").select(schema.names())
+    out = [pl.concat([kept.collect(engine="streaming"), folded], rechunk=False)]
+    del folded
+    return _in_order(out, pl.col("_row")).select(*cols)
+
+
+def _in_order(held: list[pl.DataFrame], by: pl.Expr) -> pl.DataFrame:
+    """The one frame of ``held``, taken out of it (so that no other reference keeps its
+    columns), sorted by ``by`` (stable) a column at a time: a frame's sort copies every column
+    at once, this holds one column's copy beside the frame (the same rows)."""
+    df = held.pop()
+    if df.select(by.is_sorted()).item():
+        return df
+    order = df.select(pl.int_range(pl.len(), dtype=pl.UInt32).sort_by(by, maintain_order=True)
+                      ).to_series()
+    for c in df.columns:
+        df = df.with_columns(pl.col(c).gather(order))
+    return df
 
 
 def _own(col: str) -> pl.Expr:
@@ -426,16 +440,9 @@ def _corrected(path: Path, offsets: pl.DataFrame, keep: pl.Expr) -> pl.DataFrame
     )
     rank = pl.col("_day").replace_strict(first.get_column("_day"), first.get_column("_row"),
                                          return_dtype=pl.UInt32)
-    ev = ev.with_columns(_day=rank)
-    if not ev.get_column("_day").is_sorted():
-        # a stable sort, a column at a time (a frame's sort copies every column at once)
-        order = ev.select(pl.int_range(pl.len(), dtype=pl.UInt32)
-                          .sort_by("_day", maintain_order=True)).to_series()
-        ev = ev.drop("_day")
-        for c in ev.columns:
-            ev = ev.with_columns(pl.col(c).gather(order))
-        return ev
-    return ev.drop("_day")
+    held = [ev.with_columns(_day=rank)]
+    del ev
+    return _in_order(held, pl.col("_day")).drop("_day")
 
 
 def _pack(keys: pl.DataFrame, b: int) -> pl.DataFrame:

@@ -33,7 +33,13 @@ from dataclasses import dataclass
 import polars as pl
 
 from stacklens.schema import Columns
-from stacklens.trace.causal import http_callee_rows, http_caller_rows, origin_rows, schedule_rows
+from stacklens.trace.causal import (
+    categorical_ids,
+    http_callee_rows,
+    http_caller_rows,
+    origin_rows,
+    schedule_rows,
+)
 from stacklens.vocab import RPC_SENDS, RpcKind, is_client
 
 __all__ = [
@@ -159,7 +165,7 @@ def _context_rows(ev: pl.DataFrame, res: float) -> list[pl.DataFrame]:
     ).select("request_id", "host", "ts_ns").collect()
     recv = (
         ev.lazy().filter(context_dump())
-        .select(_dump_request_id(msg).alias("request_id"), "host", "ts_ns")
+        .select(_dump_request_id(msg).cast(pl.Categorical).alias("request_id"), "host", "ts_ns")
         .filter(pl.col("request_id").is_not_null())
         .collect()
     )
@@ -262,7 +268,7 @@ def causal_constraints(
         "rpc_id",
         "http_status",
         "http_dur_s",
-    ).filter(pl.col("host").is_not_null() & pl.col("ts_ns").is_not_null())
+    ).pipe(categorical_ids).filter(pl.col("host").is_not_null() & pl.col("ts_ns").is_not_null())
     parts = _rpc_rows(ev, resolution_s) + _http_rows(ev, resolution_s)
     parts += _context_rows(ev, resolution_s)
     for rule in (http_callee_rows, http_caller_rows, origin_rows, schedule_rows):
