@@ -273,19 +273,20 @@ def link_pass(path: Path, columns: Sequence[str], b: int) -> tuple[pl.DataFrame,
     # the ids stay categorical (each distinct id stored once): as strings, the traced
     # records' trace and request ids were ~0.7 GB more at 30 M lines; _split makes them strings
     # a batch at a time
-    # only what the keys and the components read (a filter copies every column it keeps)
-    linked = linked.select("_row", "eid", "ts_ns", "req_local", "trace_id", "rpc_id",
-                           "rpc_kind").filter(pl.col("trace_id").is_not_null()).with_columns(
-        pl.col("trace_id", "req_local").cast(pl.Categorical))
+    # only what the keys and the components read, the other columns let go before the
+    # filter, which copies the kept ones a column at a time (:func:`_column_wise`)
+    held = [linked.select("_row", "eid", "ts_ns", "req_local", "trace_id", "rpc_id", "rpc_kind")
+            .with_columns(pl.col("trace_id", "req_local").cast(pl.Categorical))]
+    del linked
+    traced = held[0].get_column("trace_id").is_not_null()
+    linked = held.pop() if traced.all() else _column_wise(held, lambda s: s.filter(traced))
     # the component and bucket maps applied as new columns (a join copied every column)
     keys = linked.select("_row", "eid", "ts_ns", "req_local", "trace_id").with_columns(
         _comp=pl.coalesce(id_lookup("trace_id", _components(linked), "_comp"), "trace_id"))
     del linked
-    return (
-        keys.with_columns(_b=id_lookup("_comp", _pack(keys, b), "_b"))
-        .drop("_comp")
-        .sort("_row")
-    ), offsets
+    held = [keys.with_columns(_b=id_lookup("_comp", _pack(keys, b), "_b")).drop("_comp")]
+    del keys
+    return _in_order(held, pl.col("_row")), offsets
 
 
 def _offsets(path: Path, columns: Sequence[str]) -> pl.DataFrame:
@@ -369,17 +370,26 @@ def _clock_frame(path: Path, cols: Sequence[str]) -> pl.DataFrame:
 
 
 def _in_order(held: list[pl.DataFrame], by: pl.Expr) -> pl.DataFrame:
-    """The one frame of ``held``, taken out of it (so that no other reference keeps its
-    columns), sorted by ``by`` (stable) a column at a time: a frame's sort copies every column
-    at once, this holds one column's copy beside the frame (the same rows)."""
+    """The one frame of ``held``, taken out of it, sorted by ``by`` (stable) a column at a time
+    (:func:`_column_wise`; the frame itself when already in order)."""
+    if held[0].select(by.is_sorted()).item():
+        return held.pop()
+    order = held[0].select(pl.int_range(pl.len(), dtype=pl.UInt32)
+                           .sort_by(by, maintain_order=True)).to_series()
+    return _column_wise(held, lambda s: s.gather(order))
+
+
+def _column_wise(held: list[pl.DataFrame], op: Callable[[pl.Series], pl.Series]) -> pl.DataFrame:
+    """``op`` (a gather or filter) of each column of the one frame of ``held``, a column at a
+    time, each source column let go once done: a frame's sort or filter copies every column at
+    once, this holds one column's copy beside the frame. The frame is taken out of ``held`` so
+    that no other reference keeps its columns (a caller's variable or argument would)."""
     df = held.pop()
-    if df.select(by.is_sorted()).item():
-        return df
-    order = df.select(pl.int_range(pl.len(), dtype=pl.UInt32).sort_by(by, maintain_order=True)
-                      ).to_series()
+    out = []
     for c in df.columns:
-        df = df.with_columns(pl.col(c).gather(order))
-    return df
+        out.append(op(df.get_column(c)))
+        df = df.drop(c)
+    return pl.DataFrame(out)
 
 
 def _own(col: str) -> pl.Expr:
