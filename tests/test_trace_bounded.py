@@ -365,3 +365,20 @@ def test_marker_hits_in_marker_then_record_order() -> None:
     ])
     assert got.height >= 12
     assert_frame_equal(got, want)
+
+
+@pytest.mark.parametrize("batch", [7, 50, 10_000])
+def test_split_by_row_groups_and_slices(tmp_path, monkeypatch, batch: int) -> None:
+    """The split reads the events file a row group at a time, a row group larger than the
+    batch in equal slices: with many row groups, cut or not, the same tables."""
+    from stacklens.trace import bounded
+
+    monkeypatch.setattr(bounded, "_BATCH", batch)
+    store = RunStore(tmp_path)
+    store.write({"events": _synthetic(12)})
+    path = store.tables_dir / "events.parquet"
+    pl.read_parquet(path).write_parquet(path, row_group_size=40)
+    import pyarrow.parquet as papq
+
+    assert papq.ParquetFile(path).metadata.num_row_groups > 3
+    _same(store, 4)

@@ -93,8 +93,9 @@ BYTES_PER_EVENT = 4500
 #: Name prefix of the temporary bucket folders beside the events file (a run killed during
 #: the trace stage leaves one; the next trace of that run folder removes it).
 _TMP_PREFIX = ".trace-buckets-"
-#: Records per batch of the pass that splits the events into buckets.
-_BATCH = 200_000
+#: Records per batch, at most, of the pass that splits the events into buckets: a row group a
+#: batch (the bench corpora's hold 213 k records), a larger one cut into equal slices.
+_BATCH = 500_000
 #: RPC records whose ``rpc_id`` :func:`~stacklens.trace.spans.build_flows` pairs.
 _FLOW_KINDS = [*RPC_SENDS, RpcKind.RECV_CALL.value, RpcKind.RECV_CAST.value,
                RpcKind.REPLY_SEND.value]
@@ -193,7 +194,6 @@ def iter_traces_bounded(
     removed when the iteration ends or is abandoned (and those of a killed earlier run, at the
     start). Raises ``OSError`` on unreadable or unwritable files,
     :class:`~stacklens.errors.UserError` on a bad setting."""
-    import pyarrow as pa
     import pyarrow.parquet as papq
 
     n_rows = papq.ParquetFile(events_path).metadata.num_rows
@@ -213,9 +213,6 @@ def iter_traces_bounded(
     try:
         _split(events_path, [c for c in columns if c not in _NOT_IN_BUCKETS], keys, tmp)
         del keys
-        # the split's record batches were Arrow's (its own allocator, which keeps what it
-        # freed: ~0.8 GB at 10 M lines); hand that back before the buckets allocate theirs
-        pa.default_memory_pool().release_unused()
         # each bucket's tables go to files and are read back table by table at the end: held
         # in memory, their strings would keep the bucket's string buffers alive (a gathered or
         # filtered string column shares its source's buffers), ~80 MB per bucket at 30 M lines
@@ -362,10 +359,10 @@ def _clock_frame(path: Path, cols: Sequence[str]) -> pl.DataFrame:
     schema = kept.collect_schema()
     # the folded rows first, alone (their group-by's peak is not added to the kept records'
     # read), then the kept records, then the two put in file order a column at a time
-    folded = pl.concat([pl.DataFrame(schema=schema), folded.collect(engine="streaming")],
-                       how="diagonal").select(schema.names())
-    out = [pl.concat([kept.collect(engine="streaming"), folded], rechunk=False)]
-    del folded
+    rows = pl.concat([pl.DataFrame(schema=schema), folded.collect(engine="streaming")],
+                     how="diagonal").select(schema.names())
+    out = [pl.concat([kept.collect(engine="streaming"), rows], rechunk=False)]
+    del rows
     return _in_order(out, pl.col("_row")).select(*cols)
 
 
@@ -517,16 +514,24 @@ def _split(path: Path, columns: Sequence[str], keys: pl.DataFrame, tmp: Path) ->
 
     schema = {c: TABLES["events"][c] for c in columns}
     rows = keys.get_column("_row")
+    md = papq.ParquetFile(path).metadata
+    # a row group at a time (larger ones in slices), read by Polars: pyarrow's ``iter_batches``
+    # held ~0.7 GB more through the split of the 30 M-line bench corpus (its reader and its
+    # own allocator, which keeps what it freed), and was 1.3 s slower
+    sizes = []
+    for rg in range(md.num_row_groups):
+        n_rg = md.row_group(rg).num_rows
+        cut = math.ceil(n_rg / _BATCH)
+        sizes += [n_rg // cut + (j < n_rg % cut) for j in range(cut)]
+    scan = pl.scan_parquet(path).select(columns)
     off = 0
-    pf = papq.ParquetFile(path)
-    for i, batch in enumerate(pf.iter_batches(batch_size=_BATCH, columns=list(columns))):
-        n = batch.num_rows
+    for i, n in enumerate(sizes):
         lo, hi = int(rows.search_sorted(off)), int(rows.search_sorted(off + n))
         k = keys.slice(lo, hi - lo)
         off += n
         if not k.height:
             continue
-        df = pl.DataFrame(pl.from_arrow(batch)).cast(schema)  # type: ignore[arg-type]
+        df = scan.slice(off - n, n).collect().cast(schema)  # type: ignore[arg-type]
         idx = (k.get_column("_row").cast(pl.Int64) - (off - n)).alias("_i")
         df = df.select(pl.all().gather(idx)).with_columns(ts_ns=k.get_column("ts_ns"))
         df = pl.concat([k.select("eid"), df, k.select(
