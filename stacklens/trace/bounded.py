@@ -68,6 +68,7 @@ from stacklens.settings import positive_int
 from stacklens.trace import LINK_COLUMNS, build_traces, trace_tables
 from stacklens.trace.classify import adopt_orphan_markers
 from stacklens.trace.clocks import _DAY_NS, correct_clocks
+from stacklens.trace.columnwise import column_wise, in_order, own
 from stacklens.trace.link import id_lookup, link_events
 from stacklens.trace.skew import clock_messages, clock_text, context_dump, context_dump_text
 from stacklens.vocab import RPC_SENDS, RpcKind
@@ -271,19 +272,19 @@ def link_pass(path: Path, columns: Sequence[str], b: int) -> tuple[pl.DataFrame,
     # records' trace and request ids were ~0.7 GB more at 30 M lines; _split makes them strings
     # a batch at a time
     # only what the keys and the components read, the other columns let go before the
-    # filter, which copies the kept ones a column at a time (:func:`_column_wise`)
+    # filter, which copies the kept ones a column at a time (:func:`~stacklens.trace.columnwise.column_wise`)
     held = [linked.select("_row", "eid", "ts_ns", "req_local", "trace_id", "rpc_id", "rpc_kind")
             .with_columns(pl.col("trace_id", "req_local").cast(pl.Categorical))]
     del linked
     traced = held[0].get_column("trace_id").is_not_null()
-    linked = held.pop() if traced.all() else _column_wise(held, lambda s: s.filter(traced))
+    linked = held.pop() if traced.all() else column_wise(held, lambda s: s.filter(traced))
     # the component and bucket maps applied as new columns (a join copied every column)
     keys = linked.select("_row", "eid", "ts_ns", "req_local", "trace_id").with_columns(
         _comp=pl.coalesce(id_lookup("trace_id", _components(linked), "_comp"), "trace_id"))
     del linked
     held = [keys.with_columns(_b=id_lookup("_comp", _pack(keys, b), "_b")).drop("_comp")]
     del keys
-    return _in_order(held, pl.col("_row")), offsets
+    return in_order(held, pl.col("_row")), offsets
 
 
 def _offsets(path: Path, columns: Sequence[str]) -> pl.DataFrame:
@@ -324,9 +325,9 @@ def _clock_frame(path: Path, cols: Sequence[str]) -> pl.DataFrame:
     bench corpus); the row number comes from the Parquet reader (``row_index_name``), which
     streams, where ``with_row_index`` on the scan did not (1.8 -> 1.2 GiB for the kept
     records alone). The folded rows are grouped first, alone, and the kept records' strings are
-    copied out of the reader's buffers (:func:`_own`): 1.50-1.53 -> 1.40-1.46 GiB there (the
+    copied out of the reader's buffers (:func:`~stacklens.trace.columnwise.own`): 1.50-1.53 -> 1.40-1.46 GiB there (the
     kept records alone 1.85 -> 0.78 GiB). The two are put in file order a column at a time
-    (:func:`_in_order`): a sort of the concatenated frame held it twice (2.4 GiB there), a
+    (:func:`~stacklens.trace.columnwise.in_order`): a sort of the concatenated frame held it twice (2.4 GiB there), a
     streaming ``merge_sorted`` of the kept records into the folded rows held them about 1.5
     times (1.4 GiB there; at 100 M lines, 9.0 M rows, 2.53 -> 2.28 GiB, the same frame).
     """
@@ -344,7 +345,7 @@ def _clock_frame(path: Path, cols: Sequence[str]) -> pl.DataFrame:
     # 1.85 -> 0.78 GiB, 220 MiB kept)
     cat = [c for c in _CLOCK_CATS if c in cols]
     kept = ev().filter(~fold).with_columns(message=clock_text()).with_columns(
-        _own(c) for c in cols if TABLES["events"][c] == pl.String and c not in cat
+        own(c) for c in cols if TABLES["events"][c] == pl.String and c not in cat
     ).with_columns(pl.col(cat).cast(pl.Categorical))
     folded = (
         ev().filter(fold)
@@ -363,36 +364,7 @@ def _clock_frame(path: Path, cols: Sequence[str]) -> pl.DataFrame:
                      how="diagonal").select(schema.names())
     out = [pl.concat([kept.collect(engine="streaming"), rows], rechunk=False)]
     del rows
-    return _in_order(out, pl.col("_row")).select(*cols)
-
-
-def _in_order(held: list[pl.DataFrame], by: pl.Expr) -> pl.DataFrame:
-    """The one frame of ``held``, taken out of it, sorted by ``by`` (stable) a column at a time
-    (:func:`_column_wise`; the frame itself when already in order)."""
-    if held[0].select(by.is_sorted()).item():
-        return held.pop()
-    order = held[0].select(pl.int_range(pl.len(), dtype=pl.UInt32)
-                           .sort_by(by, maintain_order=True)).to_series()
-    return _column_wise(held, lambda s: s.gather(order))
-
-
-def _column_wise(held: list[pl.DataFrame], op: Callable[[pl.Series], pl.Series]) -> pl.DataFrame:
-    """``op`` (a gather or filter) of each column of the one frame of ``held``, a column at a
-    time, each source column let go once done: a frame's sort or filter copies every column at
-    once, this holds one column's copy beside the frame. The frame is taken out of ``held`` so
-    that no other reference keeps its columns (a caller's variable or argument would)."""
-    df = held.pop()
-    out = []
-    for c in df.columns:
-        out.append(op(df.get_column(c)))
-        df = df.drop(c)
-    return pl.DataFrame(out)
-
-
-def _own(col: str) -> pl.Expr:
-    """String column ``col`` with its values in buffers of its own, not views into the buffers
-    it was read or filtered from (the same values; null stays null)."""
-    return pl.concat_str([pl.col(col), pl.lit("")]).alias(col)
+    return in_order(out, pl.col("_row")).select(*cols)
 
 
 def _corrected(path: Path, offsets: pl.DataFrame, keep: pl.Expr) -> pl.DataFrame:
@@ -449,7 +421,7 @@ def _corrected(path: Path, offsets: pl.DataFrame, keep: pl.Expr) -> pl.DataFrame
                                          return_dtype=pl.UInt32)
     held = [ev.with_columns(_day=rank)]
     del ev
-    return _in_order(held, pl.col("_day")).drop("_day")
+    return in_order(held, pl.col("_day")).drop("_day")
 
 
 def _pack(keys: pl.DataFrame, b: int) -> pl.DataFrame:
