@@ -35,9 +35,10 @@ whole-frame path. ``STACKLENS_TRACE_BUCKETS`` forces ``B``. ``STACKLENS_TRACE_TH
 (default: the cores, at most 2) buckets run at once, each in its share of the budget (``B``
 grows by that factor): on 2 cores, 10 M lines, the trace command 33.8 -> 27.6 s, peak RSS the
 same (1,029 vs 1,053 MiB; 8 buckets one at a time vs 16 two at a time). What the budget does not bound:
-pass 1 (narrow, but one row per record, about 100 B a record: the stage's peak of 1.3 GiB for
-the 10.5 M records of the 30 M-line bench corpus and 3.9 GiB for the 35.2 M of the 100 M-line
-one, 2026-11-29; 2.2 GiB at 30 M lines before session 22, 3.7 GiB before session 12), the
+pass 1 (narrow, but one row per record, about 80 B a record: the stage's peak of 1.3 GiB for
+the 10.5 M records of the 30 M-line bench corpus and 3.0 GiB for the 35.2 M of the 100 M-line
+one, 2026-11-29, 3.9 GiB there before the clock rules held request ids categorical; 2.2 GiB
+at 30 M lines before session 22, 3.7 GiB before session 12), the
 keys it hands to the split (~30 B a record), the trace ids of an output table and the
 phases and flows tables whole (small: 1.8 k and 49 k rows at 30 M lines), and a single
 component larger than a bucket's share (a long-lived periodic-task request id makes one
