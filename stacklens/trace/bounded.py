@@ -273,7 +273,7 @@ def link_pass(path: Path, columns: Sequence[str], b: int) -> tuple[pl.DataFrame,
     # records' trace and request ids were ~0.7 GB more at 30 M lines; _split makes them strings
     # a batch at a time
     # only what the keys and the components read, the other columns let go before the
-    # filter, which copies the kept ones a column at a time (:func:`~stacklens.trace.columnwise.column_wise`)
+    # filter, which copies the kept ones a column at a time (columnwise.column_wise)
     held = [linked.select("_row", "eid", "ts_ns", "req_local", "trace_id", "rpc_id", "rpc_kind")
             .with_columns(pl.col("trace_id", "req_local").cast(pl.Categorical))]
     del linked
@@ -326,11 +326,12 @@ def _clock_frame(path: Path, cols: Sequence[str]) -> pl.DataFrame:
     bench corpus); the row number comes from the Parquet reader (``row_index_name``), which
     streams, where ``with_row_index`` on the scan did not (1.8 -> 1.2 GiB for the kept
     records alone). The folded rows are grouped first, alone, and the kept records' strings are
-    copied out of the reader's buffers (:func:`~stacklens.trace.columnwise.own`): 1.50-1.53 -> 1.40-1.46 GiB there (the
-    kept records alone 1.85 -> 0.78 GiB). The two are put in file order a column at a time
-    (:func:`~stacklens.trace.columnwise.in_order`): a sort of the concatenated frame held it twice (2.4 GiB there), a
-    streaming ``merge_sorted`` of the kept records into the folded rows held them about 1.5
-    times (1.4 GiB there; at 100 M lines, 9.0 M rows, 2.53 -> 2.28 GiB, the same frame).
+    copied out of the reader's buffers (:func:`~stacklens.trace.columnwise.own`): 1.50-1.53
+    -> 1.40-1.46 GiB there (the kept records alone 1.85 -> 0.78 GiB). The two are put in file
+    order a column at a time (:func:`~stacklens.trace.columnwise.in_order`): a sort of the
+    concatenated frame held it twice (2.4 GiB there), a streaming ``merge_sorted`` of the kept
+    records into the folded rows held them about 1.5 times (1.4 GiB there; at 100 M lines,
+    9.0 M rows, 2.53 -> 2.28 GiB, the same frame).
     """
     dump = context_dump()
     fold = (pl.col("rpc_kind").is_null() & pl.col("rpc_id").is_null()

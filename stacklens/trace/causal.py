@@ -129,7 +129,8 @@ def http_callee_rows(ev: pl.DataFrame, res: float) -> pl.DataFrame | None:
         ev.filter(msg.str.contains("request id|request-id"))
         .select(
             "host", "ts_ns",
-            key=pl.coalesce(msg.str.extract(USED, 3), msg.str.extract(RESP, 1)).cast(pl.Categorical),
+            key=pl.coalesce(msg.str.extract(USED, 3), msg.str.extract(RESP, 1))
+            .cast(pl.Categorical),
         )
         .filter(pl.col("key").is_not_null())
     )
@@ -193,7 +194,8 @@ def http_caller_rows(ev: pl.DataFrame, res: float) -> pl.DataFrame | None:
         & pl.col("prev_req").fill_null(False)
         & ~pl.col("prev2_req").fill_null(False)
     ).select("host", key=pl.col("got").cast(pl.Categorical), src_ts_ns="req_ts")
-    dst = _first_by_host(ev.filter(pl.col("request_id").is_in(ok["key"].unique().implode())), "request_id")
+    dst = _first_by_host(ev.filter(pl.col("request_id").is_in(ok["key"].unique().implode())),
+                         "request_id")
     pairs = ok.rename({"host": "src_host"}).join(dst, on="key")
     return _out(pairs, "http_caller", res)
 
