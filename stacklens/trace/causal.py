@@ -40,13 +40,15 @@ Pure functions: canonical ``events`` columns in, rows out.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import polars as pl
 
 from stacklens.vocab import REQ_ID, is_client
 
 __all__ = [
-    "REQUEST_IDS", "categorical_ids", "http_callee_rows", "http_caller_rows", "origin_rows",
-    "schedule_rows",
+    "MIN_ENGINE", "REQUEST_IDS", "categorical_ids", "http_callee_rows", "http_caller_rows",
+    "origin_rows", "schedule_rows",
 ]
 
 _RID = f"({REQ_ID})"
@@ -73,6 +75,11 @@ _SELECT_LOGGERS = [
 #: took 21.4 -> 13.7 s and peaked 1.28 -> 0.94 GiB above it, same constraints): ids cut out of
 #: messages are cast to match before a join.
 REQUEST_IDS = ("request_id", "global_request_id")
+#: Engine of the rules' group-bys that take a minimum per (id, host): Polars' streaming engine
+#: keeps one running minimum per group where the in-memory one builds each group's row list
+#: (2.5 M (request id, host) groups of the 100 M-line corpus's clock frame: +476 -> +113 MiB,
+#: 2.4 -> 0.8 s; Polars 2.1). A minimum does not depend on the rows' order.
+MIN_ENGINE: Literal["streaming"] = "streaming"
 
 
 def categorical_ids(ev: pl.DataFrame) -> pl.DataFrame:
@@ -114,10 +121,11 @@ def _server_access(ev: pl.DataFrame) -> pl.DataFrame:
 def _first_by_host(ev: pl.DataFrame, col: str) -> pl.DataFrame:
     """Earliest record per (id in ``col``, host): key, dst_host, dst_ts_ns."""
     return (
-        ev.filter(pl.col(col).is_not_null())
+        ev.lazy().filter(pl.col(col).is_not_null())
         .group_by(col, "host")
         .agg(dst_ts_ns=pl.col("ts_ns").min())
         .select(key=col, dst_host="host", dst_ts_ns="dst_ts_ns")
+        .collect(engine=MIN_ENGINE)
     )
 
 
@@ -205,18 +213,25 @@ def origin_rows(ev: pl.DataFrame, res: float) -> pl.DataFrame | None:
     every record of its id on other hosts, as request_id or global_request_id."""
     ev = categorical_ids(ev)
     acc = _server_access(ev).filter(pl.col("start_ns").is_not_null())
-    acc = acc.filter(pl.col("host").n_unique().over("request_id") == 1)
-    if not acc.height:
-        return None
-    src = acc.group_by("request_id").agg(
-        src_host=pl.col("host").first(), src_ts_ns=pl.col("start_ns").min()
+    # ids with access lines on one host only (then their first host is that host, whatever
+    # the rows' order): one streaming group-by, not a window and a group-by in memory
+    src = (
+        acc.lazy().group_by("request_id")
+        .agg(n=pl.col("host").n_unique(), src_host=pl.col("host").first(),
+             src_ts_ns=pl.col("start_ns").min())
+        .filter(pl.col("n") == 1).drop("n")
+        .collect(engine=MIN_ENGINE)
     )
+    del acc
+    if not src.height:
+        return None
     ids = src["request_id"].unique()
     # each id column with host and time only: a filter of the whole records copied the messages
     down = (
         pl.concat(
             [
-                _first_by_host(ev.select(c, "host", "ts_ns").filter(pl.col(c).is_in(ids.implode())), c)
+                _first_by_host(
+                    ev.select(c, "host", "ts_ns").filter(pl.col(c).is_in(ids.implode())), c)
                 for c in ("request_id", "global_request_id")
             ]
         )
