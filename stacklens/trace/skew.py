@@ -61,8 +61,6 @@ CONSTRAINTS: Columns = {
 }
 
 _SENDS = {k: f"rpc_{k}" for k in RPC_SENDS}  # call -> rpc_call, cast -> rpc_cast
-#: Records per slice of :func:`_context_rows`' read.
-_SLICE = 1_000_000
 _KILO_SEND = r"^(?:MSG_ID|UNIQUE_ID) is [0-9a-f]{32}"
 _KILO_RECV_RID = r"^unpacked context: \{.*'request_id': u?'(req-[0-9a-f-]+)'"
 #: one ``'request_id': '<id>'`` item of a dump (:data:`_KILO_RECV_RID` takes the last on the
@@ -158,33 +156,20 @@ def _context_rows(ev: pl.DataFrame, res: float) -> list[pl.DataFrame]:
     msg, log = pl.col("message"), pl.col("logger").fill_null("")
     oslo = log.str.starts_with("oslo_messaging")
     # only the columns _first reads are kept (a filter of the whole frame copied every
-    # column of the receipts: +0.67 GiB on the 30 M-line bench corpus's clock frame), and the
-    # records are read in slices, so that the extraction's intermediate columns cover one
-    # slice, not every dump (no change measured on the 100 M-line corpus's clock frame: the
-    # rule's peak was its group-by of every dump's (id, host), see _context_pairs)
-    sends, recv = [], []
-    for off in range(0, max(1, ev.height), _SLICE):
-        part = ev.slice(off, _SLICE).lazy()
-        sends.append(part.filter(
-            pl.col("request_id").is_not_null()
-            & (
-                pl.col("rpc_kind").is_in([*RPC_SENDS, RpcKind.REPLY_SEND.value]).fill_null(False)
-                | (oslo & msg.str.contains(_KILO_SEND).fill_null(False))
-            )
-        ).select("request_id", "host", "ts_ns").collect())
-        recv.append(
-            part.filter(context_dump())
-            .select(_dump_request_id(msg).cast(pl.Categorical).alias("request_id"), "host",
-                    "ts_ns")
-            .filter(pl.col("request_id").is_not_null())
-            .collect()
+    # column of the receipts: +0.67 GiB on the 30 M-line bench corpus's clock frame)
+    sends = ev.lazy().filter(
+        pl.col("request_id").is_not_null()
+        & (
+            pl.col("rpc_kind").is_in([*RPC_SENDS, RpcKind.REPLY_SEND.value]).fill_null(False)
+            | (oslo & msg.str.contains(_KILO_SEND).fill_null(False))
         )
-    return _context_pairs(pl.concat(sends), pl.concat(recv), res)
-
-
-def _context_pairs(sends: pl.DataFrame, recv: pl.DataFrame, res: float) -> list[pl.DataFrame]:
-    """``rpc_context`` rows from the context's sends and dump receipts (request_id, host,
-    ts_ns)."""
+    ).select("request_id", "host", "ts_ns").collect()
+    recv = (
+        ev.lazy().filter(context_dump())
+        .select(_dump_request_id(msg).cast(pl.Categorical).alias("request_id"), "host", "ts_ns")
+        .filter(pl.col("request_id").is_not_null())
+        .collect()
+    )
     if not (sends.height and recv.height):
         return []
     src = _first(sends, "request_id", "src", one_host=True)
