@@ -70,7 +70,16 @@ from stacklens.trace import LINK_COLUMNS, build_traces, trace_tables
 from stacklens.trace.classify import adopt_orphan_markers
 from stacklens.trace.clocks import _DAY_NS, correct_clocks
 from stacklens.trace.columnwise import column_wise, in_order, own
-from stacklens.trace.link import id_lookup, link_events
+from stacklens.trace.link import global_ids, id_lookup, link_events
+from stacklens.trace.reqonly import (
+    REQ_ONLY,
+    ReqOnlyMap,
+    day_ranks,
+    order_key,
+    req_only_ids,
+    req_only_keys,
+    shifted,
+)
 from stacklens.trace.skew import clock_messages, clock_text, context_dump, context_dump_text
 from stacklens.vocab import RPC_SENDS, RpcKind
 
@@ -123,6 +132,9 @@ _FEW = ("http_method", "rpc_kind")
 #: (:func:`~stacklens.trace.skew.causal_constraints`). ``logger`` stays a string: rules read
 #: it as text.
 _CLOCK_CATS = ("host", "service", "rpc_kind", "rpc_id", "request_id", "global_request_id")
+#: What :func:`~stacklens.trace.reqonly.req_only_keys` reads of a batch.
+_REQ_ONLY_READS = ("host", "ts_ns", "request_id", "global_request_id", "instance_uuid",
+                   "rpc_kind", "rpc_id", "http_status")
 #: Of :data:`_LINKED`, the columns no clock rule reads.
 _LINK_ONLY = ("instance_uuid", "http_method", "http_path")
 #: Columns no rule of :func:`~stacklens.trace.trace_tables` reads (``global_request_id``
@@ -208,13 +220,14 @@ def iter_traces_bounded(
         yield "clock_offsets", out.pop("clock_offsets")
         yield from out.items()
         return
-    keys, offsets = link_pass(events_path, columns, b)
+    keys, offsets, ids, days = _link_pass(events_path, columns, b)
     for stale in events_path.parent.glob(_TMP_PREFIX + "*"):  # of a killed earlier run
         shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=events_path.parent))
     try:
-        _split(events_path, [c for c in columns if c not in _NOT_IN_BUCKETS], keys, tmp)
-        del keys
+        _split(events_path, [c for c in columns if c not in _NOT_IN_BUCKETS], keys, tmp,
+               ReqOnlyMap.of(ids, days, offsets))
+        del keys, ids
         # each bucket's tables go to files and are read back table by table at the end: held
         # in memory, their strings would keep the bucket's string buffers alive (a gathered or
         # filtered string column shares its source's buffers), ~80 MB per bucket at 30 M lines
@@ -258,17 +271,42 @@ def iter_traces_bounded(
 def link_pass(path: Path, columns: Sequence[str], b: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Global linking on narrow columns. Returns ``(keys, clock_offsets)``: ``keys`` has one
     row per record of a trace, sorted by ``_row`` (UInt32, the row in the events file):
-    ``eid`` (UInt32, :func:`~stacklens.trace.link.link_events`' number, which is not the file's
-    row when clock correction grouped the records by day), ``ts_ns`` (Int64, corrected),
-    ``req_local``, ``trace_id`` (Categorical), ``_b`` (UInt32 bucket)."""
+    ``eid`` (UInt64, :func:`~stacklens.trace.reqonly.order_key`: the record's place in
+    :func:`~stacklens.trace.link_all`'s order on equal time), ``ts_ns`` (Int64, corrected),
+    ``req_local``, ``trace_id`` (Categorical), ``_b`` (UInt32 bucket). The records linked by
+    their request id alone get theirs in one streaming read (memory: ~30 B a record; the
+    bounded stage's split makes them batch by batch instead)."""
+    keys, offsets, ids, days = _link_pass(path, columns, b)
+    lf = pl.scan_parquet(path, row_index_name="_row").select("_row", *_REQ_ONLY_READS)
+    plain = req_only_keys(lf, ReqOnlyMap.of(ids, days, offsets)).collect(engine="streaming")
+    held = [pl.concat([keys, plain.select(keys.columns)])]
+    del keys, plain
+    return in_order(held, pl.col("_row")), offsets
+
+
+def _link_pass(path: Path, columns: Sequence[str], b: int
+               ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
+    """Global linking on narrow columns, the records linked by their request id alone
+    (:data:`~stacklens.trace.reqonly.REQ_ONLY`) held as one row per request id. Returns
+    ``(keys, clock_offsets, ids, days)``: ``keys`` as :func:`link_pass`'s for the other records
+    of a trace; ``ids`` the request ids of those records, ``request_id``, ``trace_id``
+    (Categorical), ``_b`` (UInt32 bucket); ``days``:
+    :func:`~stacklens.trace.reqonly.day_ranks`."""
     offsets = _offsets(path, columns)
+    days = day_ranks(path, offsets)
     # a record with no request id, global request id, instance or RPC id is linked by no rule
-    # (nor adopted: orphans have an instance): left out before linking (37 % of the records of
-    # the 10 M-line bench corpus); the rest keep their relative order, so the eids order alike
-    keyed = pl.any_horizontal(pl.col(c).is_not_null() for c in _IDS)
+    # (nor adopted: orphans have an instance): left out (37 % of the records of the 10 M-line
+    # bench corpus), and so are those linked by their request id alone (another 49 %: per
+    # request id, below); the rest keep their relative order, so the eids order alike
+    keyed = pl.any_horizontal(pl.col(c).is_not_null() for c in _IDS) & ~REQ_ONLY
     # unsorted: nothing below reads the records in time order but orphan adoption, which
     # sorts the few columns it reads that way (a sort of the whole frame copied it)
-    linked = adopt_orphan_markers(link_events(_corrected(path, offsets, keyed), sort=False))
+    linked = link_events(_corrected(path, offsets, keyed, days), sort=False)
+    ids = req_only_ids(path, offsets)
+    ids = ids.with_columns(trace_id=pl.coalesce(
+        id_lookup("request_id", global_ids(linked), "global_request_id"), "request_id"))
+    linked = adopt_orphan_markers(
+        linked, starts=ids.group_by("trace_id").agg(_t0=pl.col("t0").min()))
     # the ids stay categorical (each distinct id stored once): as strings, the traced
     # records' trace and request ids were ~0.7 GB more at 30 M lines; _split makes them strings
     # a batch at a time
@@ -280,12 +318,18 @@ def link_pass(path: Path, columns: Sequence[str], b: int) -> tuple[pl.DataFrame,
     traced = held[0].get_column("trace_id").is_not_null()
     linked = held.pop() if traced.all() else column_wise(held, lambda s: s.filter(traced))
     # the component and bucket maps applied as new columns (a join copied every column)
-    keys = linked.select("_row", "eid", "ts_ns", "req_local", "trace_id").with_columns(
-        _comp=pl.coalesce(id_lookup("trace_id", _components(linked), "_comp"), "trace_id"))
+    comps = _components(linked)
+    comp = pl.coalesce(id_lookup("trace_id", comps, "_comp"), "trace_id")
+    keys = linked.select("_row", "eid", "ts_ns", "req_local", "trace_id").with_columns(_comp=comp)
     del linked
-    held = [keys.with_columns(_b=id_lookup("_comp", _pack(keys, b), "_b")).drop("_comp")]
+    ids = ids.with_columns(_comp=comp)
+    sizes = pl.concat([keys.group_by("_comp").agg(n=pl.len().cast(pl.UInt64)),
+                       ids.group_by("_comp").agg(pl.col("n").sum().cast(pl.UInt64))])
+    bmap = _pack(sizes.group_by("_comp").agg(pl.col("n").sum()), b)
+    ids = ids.select("request_id", "trace_id", _b=id_lookup("_comp", bmap, "_b"))
+    held = [keys.with_columns(_b=id_lookup("_comp", bmap, "_b")).drop("_comp")]
     del keys
-    return in_order(held, pl.col("_row")), offsets
+    return in_order(held, pl.col("_row")), offsets, ids, days
 
 
 def _offsets(path: Path, columns: Sequence[str]) -> pl.DataFrame:
@@ -369,13 +413,15 @@ def _clock_frame(path: Path, cols: Sequence[str]) -> pl.DataFrame:
     return in_order(out, pl.col("_row")).select(*cols)
 
 
-def _corrected(path: Path, offsets: pl.DataFrame, keep: pl.Expr) -> pl.DataFrame:
+def _corrected(path: Path, offsets: pl.DataFrame, keep: pl.Expr,
+               days: pl.DataFrame | None) -> pl.DataFrame:
     """What linking and orphan adoption read, on corrected time, in ``correct_clocks``' row
     order (grouped by UTC day, days in order of first record, when there are offsets):
-    ``_row`` (UInt32, the row in the file), ``ts_ns`` and the columns of :data:`_LINKED`,
-    ``message`` only for orphan candidates; only the records ``keep`` is true of, in the
-    relative order they have among all records. The offsets are applied per (host, day) as
-    :func:`~stacklens.trace.skew.apply_offsets` does, and ``keep`` filters, inside the
+    ``_row`` (UInt32, the row in the file), ``eid`` (UInt64,
+    :func:`~stacklens.trace.reqonly.order_key` of ``days``), ``ts_ns`` and the columns of
+    :data:`_LINKED`, ``message`` only for orphan candidates; only the records ``keep`` is true
+    of, in the relative order they have among all records. The offsets are applied per (host,
+    day) as :func:`~stacklens.trace.skew.apply_offsets` does, and ``keep`` filters, inside the
     streaming read (a join of the few (host, day) shifts per batch, not of the whole frame,
     and no filtered copy), and the day order is restored a column at a time (a frame's sort
     copies every column at once): 2.3 -> 1.2 GiB peak on its own for the 10.5 M records of
@@ -387,21 +433,11 @@ def _corrected(path: Path, offsets: pl.DataFrame, keep: pl.Expr) -> pl.DataFrame
     # ``http_path`` categorical too: set on access lines only, as a string it was a 16-byte
     # view on every record (the 6.6 M keyed records of the 30 M-line bench corpus: 163 MiB
     # resident); orphan adoption, its one reader here, casts it back to text
-    lf = scan.select("_row", "ts_ns", "host", *_LINKED).with_columns(
-        pl.col(*_IDS, *_FEW, "http_path").cast(pl.Categorical))
-    if offsets.height:
-        shift = offsets.filter(pl.col("applied")).select(
-            "host",
-            _day=pl.col("day").str.to_date().cast(pl.Int64),
-            _shift=(pl.col("offset_s") * 1e9).round().cast(pl.Int64),
-        )
-        lf = (
-            lf.with_columns(_day=pl.col("ts_ns") // _DAY_NS)
-            .join(shift.lazy(), on=["host", "_day"], how="left", maintain_order="left")
-            .with_columns(ts_ns=pl.col("ts_ns") + pl.col("_shift").fill_null(0))
-            .drop("_shift")
-        )
-    ev = lf.drop("host").filter(keep).collect(engine="streaming")
+    lf = shifted(scan.select("_row", "ts_ns", "host", *_LINKED), offsets)
+    ev = (lf.with_columns(order_key(days)).filter(keep)
+          .select("_row", "eid", "ts_ns", *_LINKED)
+          .with_columns(pl.col(*_IDS, *_FEW, "http_path").cast(pl.Categorical))
+          .collect(engine="streaming"))
     # put in place by row number: a join would copy every column for these few messages;
     # categorical, as http_method and rpc_kind: a string column holds a 16-byte view per
     # record, null or not (linking and orphan adoption of the 6.6 M keyed records of the 30 M
@@ -409,36 +445,26 @@ def _corrected(path: Path, offsets: pl.DataFrame, keep: pl.Expr) -> pl.DataFrame
     ev = ev.with_columns(message=pl.col("_row").replace_strict(
         said.get_column("_row"), said.get_column("message"), default=None,
         return_dtype=pl.Categorical))
-    if not offsets.height:  # one host: nothing moves
-        return ev
-    # correct_clocks' order: grouped by UTC day (of the uncorrected time), days in order of
-    # their first record among all the file's records (stable; the filter keeps the rest's
-    # relative order, so this is the filtered whole-frame order)
-    first = (
-        scan.select("_row", _day=pl.col("ts_ns") // _DAY_NS)
-        .group_by("_day").agg(pl.col("_row").min())
-        .collect(engine="streaming")
-    )
-    rank = pl.col("_day").replace_strict(first.get_column("_day"), first.get_column("_row"),
-                                         return_dtype=pl.UInt32)
-    held = [ev.with_columns(_day=rank)]
+    # correct_clocks' order (eid's): grouped by UTC day (of the uncorrected time), days in
+    # order of their first record among all the file's records (stable; the filter keeps the
+    # rest's relative order, so this is the filtered whole-frame order)
+    held = [ev]
     del ev
-    return in_order(held, pl.col("_day")).drop("_day")
+    return in_order(held, pl.col("eid"))
 
 
-def _pack(keys: pl.DataFrame, b: int) -> pl.DataFrame:
-    """``_comp`` -> ``_b`` (UInt32): components into ``b`` buckets by size, largest first into
-    the least filled bucket, so the buckets hold about the same number of records."""
+def _pack(sizes: pl.DataFrame, b: int) -> pl.DataFrame:
+    """``_comp`` -> ``_b`` (UInt32): components (``sizes``: ``_comp``, ``n`` its records) into
+    ``b`` buckets by size, largest first into the least filled bucket, so the buckets hold
+    about the same number of records."""
     import heapq
 
-    sizes = (  # ties by the component's name (as text: a categorical sorts otherwise)
-        keys.group_by("_comp").len()
-        .sort(["len", pl.col("_comp").cast(pl.String)], descending=[True, False])
-    )
+    sizes = sizes.sort(  # ties by the component's name (as text: a categorical sorts otherwise)
+        ["n", pl.col("_comp").cast(pl.String)], descending=[True, False])
     heap = [(0, i) for i in range(b)]
     out: list[int] = []
     put, least_to = out.append, heapq.heapreplace  # (load, i) are distinct: the same picks
-    for n in sizes.get_column("len").to_list():  # as heappop + heappush, ~1.6x faster
+    for n in sizes.get_column("n").to_list():  # as heappop + heappush, ~1.6x faster
         load, i = heap[0]
         put(i)
         least_to(heap, (load + n, i))
@@ -480,10 +506,13 @@ def _components(linked: pl.DataFrame) -> pl.DataFrame:
     ).cast(pl.Categorical)
 
 
-def _split(path: Path, columns: Sequence[str], keys: pl.DataFrame, tmp: Path) -> None:
+def _split(path: Path, columns: Sequence[str], keys: pl.DataFrame, tmp: Path,
+           plain: ReqOnlyMap | None = None) -> None:
     """Write each record of a trace (``eid``, ``columns`` with ``ts_ns`` corrected,
     ``req_local``, ``trace_id``: :func:`~stacklens.trace.link_all`'s columns and order) to
-    ``tmp/<bucket>/<batch>.parquet``."""
+    ``tmp/<bucket>/<batch>.parquet``: the records of ``keys`` (:func:`link_pass`'s) and, with
+    ``plain`` (of :func:`_link_pass`), the records linked by their request id alone, their
+    keys made a batch at a time (:func:`~stacklens.trace.reqonly.req_only_keys`)."""
     import pyarrow.parquet as papq
 
     schema = {c: TABLES["events"][c] for c in columns}
@@ -497,17 +526,22 @@ def _split(path: Path, columns: Sequence[str], keys: pl.DataFrame, tmp: Path) ->
         n_rg = md.row_group(rg).num_rows
         cut = math.ceil(n_rg / _BATCH)
         sizes += [n_rg // cut + (j < n_rg % cut) for j in range(cut)]
-    scan = pl.scan_parquet(path).select(columns)
+    extra = [c for c in _REQ_ONLY_READS if c not in columns] if plain is not None else []
+    scan = pl.scan_parquet(path).select(*columns, *extra)
     off = 0
     for i, n in enumerate(sizes):
         lo, hi = int(rows.search_sorted(off)), int(rows.search_sorted(off + n))
         k = keys.slice(lo, hi - lo)
         off += n
+        df = scan.slice(off - n, n).collect()
+        if plain is not None:
+            got = req_only_keys(df.lazy().with_row_index("_row", offset=off - n), plain)
+            k = pl.concat([k, got.collect().select(k.columns)])
         if not k.height:
             continue
-        df = scan.slice(off - n, n).collect().cast(schema)  # type: ignore[arg-type]
         idx = (k.get_column("_row").cast(pl.Int64) - (off - n)).alias("_i")
-        df = df.select(pl.all().gather(idx)).with_columns(ts_ns=k.get_column("ts_ns"))
+        df = (df.select(columns).cast(schema)  # type: ignore[arg-type]
+              .select(pl.all().gather(idx)).with_columns(ts_ns=k.get_column("ts_ns")))
         df = pl.concat([k.select("eid"), df, k.select(
             pl.col("req_local", "trace_id").cast(pl.String), "_b")], how="horizontal")
         for (bk,), g in df.partition_by("_b", as_dict=True, include_key=False).items():

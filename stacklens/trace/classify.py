@@ -460,7 +460,16 @@ def phases(tev: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(dur_s=(pl.col("end_ns") - pl.col("start_ns")) / 1e9)
 
 
-def adopt_orphan_markers(linked: pl.DataFrame) -> pl.DataFrame:
+def _starts(traced: pl.LazyFrame, more: pl.DataFrame | None) -> pl.LazyFrame:
+    """Per trace of ``traced``: ``_t0``, its records' earliest ``ts_ns``, and ``more``'s."""
+    t0 = traced.group_by("trace_id").agg(_t0=pl.col("ts_ns").min())
+    if more is None:
+        return t0
+    return (pl.concat([t0, more.lazy().select("trace_id", "_t0")])
+            .group_by("trace_id").agg(pl.col("_t0").min()))
+
+
+def adopt_orphan_markers(linked: pl.DataFrame, starts: pl.DataFrame | None = None) -> pl.DataFrame:
     """Give context-less completion records to the operation they complete.
 
     Some markers are logged without a request context but with the instance tag, e.g. the
@@ -471,7 +480,10 @@ def adopt_orphan_markers(linked: pl.DataFrame) -> pl.DataFrame:
     marker applies to (:data:`~stacklens.trace.completion.
     MARKERS`). ``linked`` is :func:`stacklens.trace.link.link_events` output; returns it with
     ``trace_id`` filled for those records (same columns and order). ``linked`` may also come
-    unsorted (``link_events(..., sort=False)``): the same result."""
+    unsorted (``link_events(..., sort=False)``): the same result. ``starts`` (``trace_id``,
+    ``_t0``: Int64 ns): earliest times of traces' records left out of ``linked`` (records that
+    are no orphans; the bounded stage's :mod:`~stacklens.trace.reqonly`), read as if those
+    records were in it."""
     from stacklens.trace.completion import MARKERS, message_body
 
     # no context of its own: unlinked, or linked only by the instance window (link rule 4)
@@ -496,7 +508,7 @@ def adopt_orphan_markers(linked: pl.DataFrame) -> pl.DataFrame:
         first(pl.col("http_status").is_not_null(), "http_method", "http_path")
         .filter(pl.col("http_method").is_not_null())
         .join(first(pl.col("instance_uuid").is_not_null(), "instance_uuid"), on="trace_id")
-        .join(traced.group_by("trace_id").agg(_t0=pl.col("ts_ns").min()), on="trace_id")
+        .join(_starts(traced, starts), on="trace_id")
         .select("trace_id", _m="http_method", _p=pl.col("http_path").cast(pl.String),
                 instance_uuid="instance_uuid", _t0="_t0")
         .collect()

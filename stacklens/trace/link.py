@@ -24,18 +24,19 @@ import polars as pl
 
 from stacklens.vocab import RPC_SENDS
 
-__all__ = ["id_lookup", "link_events"]
+__all__ = ["global_ids", "id_lookup", "link_events"]
 
 _RECEIPTS = ("recv_call", "recv_cast", "reply_recv")
 
 
 def link_events(events: pl.DataFrame, *, sort: bool = True) -> pl.DataFrame:
-    """Return ``events`` (canonical columns) plus ``eid`` (row number, UInt32), ``trace_id``
+    """Return ``events`` (canonical columns) plus ``eid`` (row number, UInt32; an ``eid``
+    column of ``events`` is kept instead: any key in the order of its rows), ``trace_id``
     (String; null for records that belong to no request) and ``req_local`` (String: the
     record's own ``request_id``, for an RPC receipt without one the sender's; the request a
     process was serving, used to cut spans), sorted by ``ts_ns``, ``eid`` (``sort=False``: in
     ``events``' order, ``eid`` ascending; the sort copies every column)."""
-    ev = events.with_row_index("eid")
+    ev = events if "eid" in events.columns else events.with_row_index("eid")
     # 3. receipts inherit the sender's request id
     senders = (
         ev.filter(pl.col("rpc_kind").is_in(RPC_SENDS) & pl.col("request_id").is_not_null())
@@ -53,12 +54,8 @@ def link_events(events: pl.DataFrame, *, sort: bool = True) -> pl.DataFrame:
         .otherwise(pl.col("request_id"))
     )
     # 2. global request ids
-    glob = (
-        ev.filter(pl.col("global_request_id").is_not_null() & pl.col("request_id").is_not_null())
-        .group_by("request_id")
-        .agg(pl.col("global_request_id").first().alias("_glob"))
-    )
-    ev = ev.with_columns(_glob=id_lookup("_req", glob.rename({"request_id": "_req"}), "_glob"))
+    glob = global_ids(ev).rename({"request_id": "_req", "global_request_id": "_glob"})
+    ev = ev.with_columns(_glob=id_lookup("_req", glob, "_glob"))
     ev = ev.with_columns(trace_id=pl.coalesce("_glob", "_req"))
     # 4. instance-tagged records without a request: the enclosing trace of that instance
     windows = (
@@ -86,6 +83,17 @@ def link_events(events: pl.DataFrame, *, sort: bool = True) -> pl.DataFrame:
         ev = ev.with_columns(trace_id=pl.coalesce("trace_id", id_lookup("eid", hit, "_t")))
     ev = ev.rename({"_req": "req_local"}).drop("_sender_req", "_glob")
     return ev.sort("ts_ns", "eid") if sort else ev
+
+
+def global_ids(events: pl.DataFrame) -> pl.DataFrame:
+    """Link rule 2's map: per ``request_id`` of the records of ``events`` that carry both ids,
+    the first ``global_request_id`` in row order (columns ``request_id``,
+    ``global_request_id``). A request with a global id joins the global id's trace."""
+    return (
+        events.filter(pl.col("global_request_id").is_not_null() & pl.col("request_id").is_not_null())
+        .group_by("request_id")
+        .agg(pl.col("global_request_id").first())
+    )
 
 
 def id_lookup(key: str, table: pl.DataFrame, value: str) -> pl.Expr:

@@ -75,8 +75,9 @@ _BLOB_ROWS = 100_000
 #: bucket's table, the blob (an Arrow IPC stream of that slice of the table).
 _ENVELOPE_DDL = "_b int, _table string, _part int, ipc binary"
 #: What pass 1 hands a worker per record besides the events' columns (Spark has no unsigned
-#: integers: ``eid`` travels as Int64 and is cast back to UInt32 in the worker).
-_KEY_TYPES = {"eid": pl.UInt32, "req_local": pl.String, "trace_id": pl.String}
+#: integers: ``eid`` travels as Int64 and is cast back to UInt64 in the worker; its values,
+#: :func:`~stacklens.trace.reqonly.order_key`'s, are below 2**63).
+_KEY_TYPES = {"eid": pl.UInt64, "req_local": pl.String, "trace_id": pl.String}
 
 
 def trace_on_spark(
@@ -160,7 +161,7 @@ def _run_bucket(key: tuple[Any, ...], table: pa.Table, spec: dict[str, Any]) -> 
     columns: list[str] = spec["columns"]
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)  # a table, never a single column
-    schema = {"eid": pl.UInt32, **{c: TABLES["events"][c] for c in columns},
+    schema = {"eid": pl.UInt64, **{c: TABLES["events"][c] for c in columns},
               "req_local": pl.String, "trace_id": pl.String}
     linked = frame.select([pl.col(c).cast(t) for c, t in schema.items()]).sort("ts_ns", "eid")
     rows: dict[str, list[Any]] = {"_b": [], "_table": [], "_part": [], "ipc": []}
