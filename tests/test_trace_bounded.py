@@ -20,10 +20,13 @@ from stacklens.trace.bounded import (
     BUCKETS_ENV,
     MEM_ENV,
     THREADS_ENV,
+    _link_pass,
     bucket_count,
     build_traces_bounded,
+    link_pass,
     trace_threads,
 )
+from stacklens.trace.reqonly import REQ_ONLY
 
 NAMES = ("spans", "flows", "traces", "breakdown", "phases", "clock_offsets")
 COLS = [c for c in TABLES["events"] if c not in _NOT_TRACED]
@@ -237,6 +240,39 @@ def test_offsets_from_folded_context_dumps_identical(tmp_path) -> None:
     assert cmp.get_column("note").str.contains("rpc_context").all(), off
 
 
+def test_records_linked_by_request_id_alone(tmp_path) -> None:
+    """Records that carry a request id and nothing else linking reads stay out of the global
+    pass, one row per request id (stacklens.trace.reqonly), with the same tables: also for
+    such a record of a request that joins a global id's trace through another of its records
+    (link rule 2), for such records without a time, and across midnight."""
+    events = _synthetic()
+    downstream = events.filter(pl.col("global_request_id").is_not_null())
+    extra = [_row(ts_ns=ts - 1_000_000, level="DEBUG", host="cmp", service="neutron-server",
+                  pid=400, logger="neutron.db.ipam", message="Allocating an IP", request_id=nid)
+             for ts, nid in downstream.select("ts_ns", "request_id").rows()]
+    extra += [_row(ts_ns=None, level="INFO", host="ctl", service="nova-api", pid=100,
+                   logger="nova.api.openstack", message="untimed", request_id=rid)
+              for rid in events.get_column("request_id").drop_nulls().unique().sort()[:5]]
+    t0 = 1_600_000_000 * 10**9
+    day = 86_400 * 10**9
+    shift = (t0 // day + 1) * day - (t0 + 10**9)  # midnight 1 s into the run
+    events = pl.concat([events, pl.DataFrame(extra, schema=EVENTS, orient="row")]).with_columns(
+        pl.col("ts_ns") + shift).sample(fraction=1.0, shuffle=True, seed=11)
+    store = RunStore(tmp_path)
+    store.write({"events": events})
+    whole = _same(store, 3)
+    assert whole["clock_offsets"].get_column("day").n_unique() == 2
+    path = store.tables_dir / "events.parquet"
+    keys, _, ids, _ = _link_pass(path, COLS, 3)
+    full, _ = link_pass(path, COLS, 3)
+    alone = events.filter(REQ_ONLY).height
+    assert alone > 50 and full.height == keys.height + alone
+    # the downstream ids are in the trace of the global id their access line names
+    got = dict(ids.select(pl.col("request_id", "trace_id").cast(pl.String)).rows())
+    want = dict(downstream.select("request_id", "global_request_id").rows())
+    assert {k: got[k] for k in want} == want
+
+
 def test_trace_step_records_buckets(tmp_path, monkeypatch) -> None:
     store = RunStore(tmp_path)
     events = _synthetic(12)
@@ -258,9 +294,9 @@ def test_tables_merged_by_ranges_of_trace_ids(tmp_path, monkeypatch, merge_rows:
     """spans, traces and breakdown merged from the buckets a range of trace ids at a time
     (several ranges; one trace per range at the smallest) give the whole-frame tables, from
     build_traces_bounded and written part by part by trace_step."""
-    from stacklens.trace import bounded
+    from stacklens.trace import bounded, bucketmerge
 
-    monkeypatch.setattr(bounded, "_MERGE_ROWS", merge_rows)
+    monkeypatch.setattr(bucketmerge, "MERGE_ROWS", merge_rows)
     monkeypatch.setattr(bounded, "_BUCKET_ROW_GROUP", 3)  # several row groups per file
     store = RunStore(tmp_path)
     events = _synthetic(30)

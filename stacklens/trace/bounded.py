@@ -13,7 +13,9 @@ offsets are applied as ``correct_clocks`` would. The outcome per
 record is kept: corrected ``ts_ns``, ``trace_id``, ``req_local``, ``eid``. Records without a trace are dropped here:
 no trace-stage table reads them after linking (spans, flows, traces, breakdown and phases are
 all built from :func:`~stacklens.trace.spans.timed_events`, which keeps only records of a
-trace).
+trace). Records that linking reads through their request id alone (most records: 5.65 M of
+the 6.60 M with an id at 30 M lines) are linked as one row per request id
+(:mod:`~stacklens.trace.reqonly`) and get their keys in pass 2, batch by batch.
 
 Buckets. Every step after linking works within one trace, except flows, which pair an RPC
 sender and its receiver by ``rpc_id`` (the receiver of a message can sit in another trace, for
@@ -35,17 +37,21 @@ whole-frame path. ``STACKLENS_TRACE_BUCKETS`` forces ``B``. ``STACKLENS_TRACE_TH
 (default: the cores, at most 2) buckets run at once, each in its share of the budget (``B``
 grows by that factor): on 2 cores, 10 M lines, the trace command 33.8 -> 27.6 s, peak RSS the
 same (1,029 vs 1,053 MiB; 8 buckets one at a time vs 16 two at a time). What the budget does not bound:
-pass 1 (narrow, but one row per record, about 80 B a record: the stage's peak of 1.3 GiB for
-the 10.5 M records of the 30 M-line bench corpus and 3.0 GiB for the 35.2 M of the 100 M-line
-one, 2026-11-29, 3.9 GiB there before the clock rules held request ids categorical; 2.2 GiB
-at 30 M lines before session 22, 3.7 GiB before session 12), the
-keys it hands to the split (~30 B a record), the trace ids of an output table and the
+pass 1 (narrow, but the clock frame holds a row per record that a clock rule reads, 9.0 M
+rows of the 35.2 M records of the 100 M-line bench corpus, and linking a row per record that
+has an id other than a request id alone, 3.1 M there, plus a row per request id of the others,
+1.0 M: the stage's peak of 1.3-1.5 GiB for the 10.5 M records of the 30 M-line bench corpus and
+3.0 GiB for the 100 M-line one, 2026-11-29, now in the clock frame and its rules, linking 1.5
+GiB, 3.0 before it left the records of a request id alone out; 3.9 GiB there before the clock
+rules held request ids categorical; 2.2 GiB at 30 M lines before session 22, 3.7 GiB before
+session 12), the
+keys it hands to the split (~30 B a record of linking's), the trace ids of an output table and the
 phases and flows tables whole (small: 1.8 k and 49 k rows at 30 M lines), and a single
 component larger than a bucket's share (a long-lived periodic-task request id makes one
 trace of 233 k records there). The buckets' outputs go to temporary files as they are made,
 so the working set through the buckets stays at ~0.7 GiB whatever their number; spans,
 traces and breakdown are merged from those files a range of trace ids at a time
-(:func:`_ranged`) and written part by part: merging whole tables peaked at 1.16-1.21 GiB at
+(:func:`~stacklens.trace.bucketmerge.ranged`) and written part by part: merging whole tables peaked at 1.16-1.21 GiB at
 30 M lines and 2.5-2.7 GiB at 100 M, by ranges 0.81 GiB at 30 M and 1.06 GiB at 100 M
 (same tables at 30 M).
 Time: about the same as the whole-frame path (one more read of the narrow columns and one of
@@ -67,6 +73,7 @@ import polars as pl
 from stacklens.schema import TABLES, conform
 from stacklens.settings import positive_int
 from stacklens.trace import LINK_COLUMNS, build_traces, trace_tables
+from stacklens.trace.bucketmerge import RANGED, merged, ranged
 from stacklens.trace.classify import adopt_orphan_markers
 from stacklens.trace.clocks import _DAY_NS, correct_clocks
 from stacklens.trace.columnwise import column_wise, in_order, own
@@ -85,7 +92,7 @@ from stacklens.vocab import RPC_SENDS, RpcKind
 
 __all__ = [
     "BUCKETS_ENV", "BYTES_PER_EVENT", "DEFAULT_MEM_MIB", "MEM_ENV", "THREADS_ENV", "bucket_count",
-    "build_traces_bounded", "iter_traces_bounded", "link_pass", "merge_buckets", "trace_threads",
+    "build_traces_bounded", "iter_traces_bounded", "link_pass", "trace_threads",
 ]
 
 MEM_ENV = "STACKLENS_TRACE_MEM_MIB"
@@ -143,13 +150,9 @@ _LINK_ONLY = ("instance_uuid", "http_method", "http_path")
 #: :func:`~stacklens.trace.build_traces` (which keeps every column) fail.
 _NOT_IN_BUCKETS = ("user", "project", "global_request_id", "n_lines", "lock_name",
                    "lock_waited_s", "lock_held_s")
-_PHASES = ["claim", "network", "block_device", "spawn", "teardown", "resource_cleanup", "build"]
-#: Tables ordered by ``trace_id`` alone, merged from the buckets by ranges of trace ids
-#: (:func:`_ranged`): each bucket writes them sorted by ``trace_id`` in row groups of
-#: :data:`_BUCKET_ROW_GROUP` rows, with statistics, and a range holds about :data:`_MERGE_ROWS`.
-_RANGED = ("spans", "traces", "breakdown")
+#: Rows per row group of the tables a bucket writes sorted by ``trace_id``, with statistics
+#: (:data:`~stacklens.trace.bucketmerge.RANGED`), read back by ranges of trace ids.
 _BUCKET_ROW_GROUP = 4096
-_MERGE_ROWS = 500_000
 
 
 def trace_threads() -> int:
@@ -196,17 +199,22 @@ def iter_traces_bounded(
     columns: Sequence[str],
     buckets: int | None = None,
     on_bucket: Callable[[int, int], None] | None = None,
+    after_clocks: Callable[[], None] | None = None,
 ) -> Iterator[tuple[str, pl.DataFrame]]:
     """:func:`build_traces_bounded`'s ``(name, part)`` pairs (the ``clock_offsets`` first,
     then ``spans``, ``traces``, ``breakdown``, ``phases``, ``flows``): a table's parts come one
     after another, in row order, and concatenated are the table. ``spans``, ``traces`` and
-    ``breakdown`` come in parts of about :data:`_MERGE_ROWS` rows (:func:`_ranged`), the other
+    ``breakdown`` come in parts of about :data:`~stacklens.trace.bucketmerge.MERGE_ROWS` rows
+    (:func:`~stacklens.trace.bucketmerge.ranged`), the other
     tables whole; each part is merged from the buckets' files only when asked for, so a caller
     that writes and drops each (:class:`~stacklens.store.TableWriter`) holds one part at a
     time, not the tables (~0.6 GB of outputs at 30 M lines; merging whole tables peaked at
     2.7 GiB at 100 M lines). Temporary bucket files go to a folder beside ``events_path``,
     removed when the iteration ends or is abandoned (and those of a killed earlier run, at the
-    start). Raises ``OSError`` on unreadable or unwritable files,
+    start). ``after_clocks()`` is called once pass 1's clock offsets, the stage's peak, are
+    done (at the start when there is one bucket): other work can start then without adding to
+    that peak.
+    Raises ``OSError`` on unreadable or unwritable files,
     :class:`~stacklens.errors.UserError` on a bad setting."""
     import pyarrow.parquet as papq
 
@@ -214,13 +222,15 @@ def iter_traces_bounded(
     threads = trace_threads()
     b = buckets if buckets is not None else bucket_count(n_rows, threads=threads)
     if b <= 1:
+        if after_clocks is not None:
+            after_clocks()
         out = build_traces(pl.read_parquet(events_path, columns=list(columns)))
         if on_bucket is not None:
             on_bucket(1, 1)
         yield "clock_offsets", out.pop("clock_offsets")
         yield from out.items()
         return
-    keys, offsets, ids, days = _link_pass(events_path, columns, b)
+    keys, offsets, ids, days = _link_pass(events_path, columns, b, after_clocks)
     for stale in events_path.parent.glob(_TMP_PREFIX + "*"):  # of a killed earlier run
         shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=events_path.parent))
@@ -241,7 +251,7 @@ def iter_traces_bounded(
                 for name, df in trace_tables(linked).items():
                     f = tmp / "out" / name / f"{i:06d}.parquet"
                     f.parent.mkdir(parents=True, exist_ok=True)
-                    if name in _RANGED:  # sorted, with statistics: read back by ranges
+                    if name in RANGED:  # sorted, with statistics: read back by ranges
                         df.sort("trace_id", maintain_order=True).write_parquet(
                             f, compression="lz4", statistics=True,
                             row_group_size=_BUCKET_ROW_GROUP)
@@ -259,10 +269,10 @@ def iter_traces_bounded(
                 if on_bucket is not None:
                     on_bucket(i + 1, b)
         yield "clock_offsets", conform(offsets, "clock_offsets")
-        for name in _RANGED:
-            for part in _ranged(name, made.get(name, [])):
+        for name in RANGED:
+            for part in ranged(name, made.get(name, [])):
                 yield name, part
-        yield from _merged(lambda name: [pl.read_parquet(f) for f in made.get(name, [])],
+        yield from merged(lambda name: [pl.read_parquet(f) for f in made.get(name, [])],
                            names=("phases", "flows"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -284,20 +294,24 @@ def link_pass(path: Path, columns: Sequence[str], b: int) -> tuple[pl.DataFrame,
     return in_order(held, pl.col("_row")), offsets
 
 
-def _link_pass(path: Path, columns: Sequence[str], b: int
+def _link_pass(path: Path, columns: Sequence[str], b: int,
+               after_clocks: Callable[[], None] | None = None,
                ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
     """Global linking on narrow columns, the records linked by their request id alone
     (:data:`~stacklens.trace.reqonly.REQ_ONLY`) held as one row per request id. Returns
     ``(keys, clock_offsets, ids, days)``: ``keys`` as :func:`link_pass`'s for the other records
     of a trace; ``ids`` the request ids of those records, ``request_id``, ``trace_id``
     (Categorical), ``_b`` (UInt32 bucket); ``days``:
-    :func:`~stacklens.trace.reqonly.day_ranks`."""
+    :func:`~stacklens.trace.reqonly.day_ranks`. ``after_clocks()`` is called once the offsets
+    are found."""
     offsets = _offsets(path, columns)
+    if after_clocks is not None:
+        after_clocks()
     days = day_ranks(path, offsets)
     # a record with no request id, global request id, instance or RPC id is linked by no rule
-    # (nor adopted: orphans have an instance): left out (37 % of the records of the 10 M-line
-    # bench corpus), and so are those linked by their request id alone (another 49 %: per
-    # request id, below); the rest keep their relative order, so the eids order alike
+    # (nor adopted: orphans have an instance): left out (37 % of the records of the 30 M-line
+    # bench corpus), and so are those linked by their request id alone (another 54 %: a row
+    # per request id, below); the rest keep their relative order among all records
     keyed = pl.any_horizontal(pl.col(c).is_not_null() for c in _IDS) & ~REQ_ONLY
     # unsorted: nothing below reads the records in time order but orphan adoption, which
     # sorts the few columns it reads that way (a sort of the whole frame copied it)
@@ -548,68 +562,3 @@ def _split(path: Path, columns: Sequence[str], keys: pl.DataFrame, tmp: Path,
             d = tmp / str(bk)
             d.mkdir(exist_ok=True)
             g.write_parquet(d / f"{i:06d}.parquet", compression="lz4")
-
-
-def merge_buckets(parts: dict[str, list[pl.DataFrame]]) -> dict[str, pl.DataFrame]:
-    """Concatenate the buckets' tables in the whole-frame path's row order. Empties ``parts``
-    as it goes (a table's bucket frames are dropped once it is merged)."""
-    return dict(_merged(lambda name: parts.pop(name, [])))
-
-
-def _ranged(name: str, files: Sequence[Path]) -> Iterator[pl.DataFrame]:
-    """Table ``name`` (one of :data:`_RANGED`) from its buckets' ``files`` (each sorted by
-    ``trace_id``, in bucket order) in the whole-frame path's row order (by ``trace_id``,
-    stable), as consecutive parts of about :data:`_MERGE_ROWS` rows: the sorted trace ids are
-    cut into ranges and each range is read from every file (Polars skips the row groups
-    whose statistics fall outside it) and sorted. A trace lives in one bucket, so a stable sort
-    of a range keeps its rows in its bucket's order, as the sort of the whole table did. Memory:
-    one range and the trace ids, not the table (``spans`` of the 30 M-line bench corpus, 1.06 M
-    rows in 45 files, prototyped: 839 -> ~360 MiB peak, 1.6 -> 2.3 s). No files: one empty
-    part."""
-    import pyarrow.parquet as papq
-
-    if not files:
-        yield pl.DataFrame(schema=TABLES[name])
-        return
-    ids = pl.concat([pl.read_parquet(f, columns=["trace_id"]).unique() for f in files]
-                    ).get_column("trace_id").sort()
-    rows = sum(papq.ParquetFile(f).metadata.num_rows for f in files)
-    # one range, all rows, when there is a null trace id (never in these tables)
-    n = 1 if ids.null_count() else min(math.ceil(rows / _MERGE_ROWS), ids.len())
-    cuts = [None, *(ids[len(ids) * k // n] for k in range(1, n)), None]
-    del ids
-    for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
-        keep = pl.lit(True)
-        if lo is not None:
-            keep = keep & (pl.col("trace_id") >= lo)
-        if hi is not None:
-            keep = keep & (pl.col("trace_id") < hi)
-        yield (pl.concat([pl.scan_parquet(f).filter(keep).collect() for f in files],
-                         rechunk=False).sort("trace_id", maintain_order=True))
-
-
-def _merged(load: Callable[[str], list[pl.DataFrame]],
-            names: Sequence[str] = ("spans", "traces", "breakdown", "phases", "flows"),
-            ) -> Iterator[tuple[str, pl.DataFrame]]:
-    """``(name, table)`` for those of spans, traces, breakdown, phases and flows in
-    ``names``, each concatenated from ``load(name)`` (its buckets' frames in bucket order; none:
-    an empty table) without a rechunk and sorted into the whole-frame path's row order, one
-    table at a time."""
-    def cat(n: str) -> pl.DataFrame:
-        frames = load(n)
-        return pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema=TABLES[n])
-
-    for n in ("spans", "traces", "breakdown"):
-        if n in names:
-            yield n, cat(n).sort("trace_id", maintain_order=True)
-    if "phases" in names:
-        rank = pl.col("phase").replace_strict(_PHASES, list(range(len(_PHASES))),
-                                              return_dtype=pl.Int32)
-        yield "phases", cat("phases").sort(rank, pl.col("trace_id"), maintain_order=True)
-    if "flows" in names:
-        fl = cat("flows")
-        http = pl.col("kind") == "http"
-        yield "flows", pl.concat([
-            fl.filter(~http).sort("trace_id", maintain_order=True),
-            fl.filter(http).sort("send_ns", "trace_id", maintain_order=True),
-        ])

@@ -13,7 +13,7 @@ corrected ``ts_ns``, ``eid``, ``req_local``, ``trace_id``) is shipped to Spark a
 the events Spark reads itself; ``groupBy("_b").applyInArrow`` then runs the unchanged
 :func:`~stacklens.trace.trace_tables` on each bucket in a worker, and the driver collects the
 buckets' tables and puts them in the whole-frame path's row order
-(:func:`~stacklens.trace.bounded.merge_buckets`). The result is identical to
+(:func:`~stacklens.trace.bucketmerge.merge_buckets`). The result is identical to
 :func:`~stacklens.trace.build_traces` and :func:`~stacklens.trace.bounded.build_traces_bounded`:
 rows, values, dtypes and row order.
 
@@ -58,7 +58,8 @@ import pyarrow as pa
 from stacklens.errors import UserError
 from stacklens.schema import EVENTS, TABLES, conform
 from stacklens.trace import trace_tables
-from stacklens.trace.bounded import bucket_count, link_pass, merge_buckets
+from stacklens.trace.bounded import bucket_count, link_pass
+from stacklens.trace.bucketmerge import merge_buckets
 
 __all__ = ["DEFAULT_COLUMNS", "TABLE_NAMES", "trace_on_spark"]
 
@@ -204,7 +205,7 @@ def _from_ipc(blob: bytes) -> pl.DataFrame:
 
 def _unpack(env: pa.Table) -> dict[str, list[pl.DataFrame]]:
     """The envelope rows collected on the driver -> ``{table: [frames]}``, each bucket's
-    blobs in order, buckets in order (:func:`~stacklens.trace.bounded.merge_buckets` needs
+    blobs in order, buckets in order (:func:`~stacklens.trace.bucketmerge.merge_buckets` needs
     each bucket's rows in the order :func:`~stacklens.trace.trace_tables` gave them)."""
     order = pl.DataFrame(env.select(["_b", "_table", "_part"])).with_row_index("_i").sort(
         "_b", "_table", "_part")
