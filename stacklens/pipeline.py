@@ -182,7 +182,8 @@ def trace_and_mine_step(store: RunStore, on_progress: OnProgress | None = None
     mining's 2 s (10 M-line bench corpus: 60.6 k ERROR records, 35.0 k failed traces) mostly
     fits in the gap. After the clock offsets, not beside them: they are the stage's memory
     peak (the clock frame and its rules), and mining's first pass held ~440 MiB at 100 M lines
-    (5 s), most of it kept until the second pass. Raises what the two steps raise (the trace stage's error first)."""
+    (5 s), most of it kept until the second pass. Raises what the two steps raise (the trace
+    stage's error first)."""
     with ThreadPoolExecutor(1, thread_name_prefix="stacklens-mine") as pool:
         errors: list[Future[Any]] = []
 

@@ -2,8 +2,8 @@
 stage's global pass as per-request-id aggregates (issue 12).
 
 A record with a ``request_id`` and no ``global_request_id``, ``instance_uuid``, ``rpc_kind``,
-``rpc_id`` or ``http_status`` (:data:`REQ_ONLY`; 5.65 M of the 6.60 M keyed records of the 30 M
-line bench corpus) is read by the global pass's steps only through its request id:
+``rpc_id`` or ``http_status`` (:data:`REQ_ONLY`; 5.65 M of the 6.60 M keyed records of the
+30 M-line bench corpus) is read by the global pass's steps only through its request id:
 
 - :func:`~stacklens.trace.link.link_events` gives it ``req_local = request_id`` and ``trace_id
   = coalesce(global id of its request id, request_id)``, the global id taken from records
@@ -18,8 +18,9 @@ line bench corpus) is read by the global pass's steps only through its request i
 
 So the global pass links the other records and holds, for these, one row per request id:
 :func:`req_only_ids`. The split gives each such record its keys from that row
-(:func:`req_only_keys`), batch by batch, from a map by request id (:class:`ReqOnlyMap`). ``eid``, the records' order on equal time, is an
-order key (:func:`order_key`) that every record gets the same way, in or out of the pass.
+(:func:`req_only_keys`), batch by batch, from a map by request id (:class:`ReqOnlyMap`).
+``eid``, the records' order on equal time, is an order key (:func:`order_key`) that every
+record gets the same way, in or out of the pass.
 """
 
 from __future__ import annotations
