@@ -79,6 +79,7 @@ from stacklens.trace.clocks import _DAY_NS, correct_clocks
 from stacklens.trace.columnwise import column_wise, in_order, own
 from stacklens.trace.link import global_ids, id_lookup, link_events
 from stacklens.trace.reqonly import (
+    READS,
     REQ_ONLY,
     ReqOnlyMap,
     day_ranks,
@@ -139,9 +140,6 @@ _FEW = ("http_method", "rpc_kind")
 #: (:func:`~stacklens.trace.skew.causal_constraints`). ``logger`` stays a string: rules read
 #: it as text.
 _CLOCK_CATS = ("host", "service", "rpc_kind", "rpc_id", "request_id", "global_request_id")
-#: What :func:`~stacklens.trace.reqonly.req_only_keys` reads of a batch.
-_REQ_ONLY_READS = ("host", "ts_ns", "request_id", "global_request_id", "instance_uuid",
-                   "rpc_kind", "rpc_id", "http_status")
 #: Of :data:`_LINKED`, the columns no clock rule reads.
 _LINK_ONLY = ("instance_uuid", "http_method", "http_path")
 #: Columns no rule of :func:`~stacklens.trace.trace_tables` reads (``global_request_id``
@@ -287,7 +285,7 @@ def link_pass(path: Path, columns: Sequence[str], b: int) -> tuple[pl.DataFrame,
     their request id alone get theirs in one streaming read (memory: ~30 B a record; the
     bounded stage's split makes them batch by batch instead)."""
     keys, offsets, ids, days = _link_pass(path, columns, b)
-    lf = pl.scan_parquet(path, row_index_name="_row").select("_row", *_REQ_ONLY_READS)
+    lf = pl.scan_parquet(path, row_index_name="_row").select("_row", *READS)
     plain = req_only_keys(lf, ReqOnlyMap.of(ids, days, offsets)).collect(engine="streaming")
     held = [pl.concat([keys, plain.select(keys.columns)])]
     del keys, plain
@@ -540,7 +538,7 @@ def _split(path: Path, columns: Sequence[str], keys: pl.DataFrame, tmp: Path,
         n_rg = md.row_group(rg).num_rows
         cut = math.ceil(n_rg / _BATCH)
         sizes += [n_rg // cut + (j < n_rg % cut) for j in range(cut)]
-    extra = [c for c in _REQ_ONLY_READS if c not in columns] if plain is not None else []
+    extra = [c for c in READS if c not in columns] if plain is not None else []
     scan = pl.scan_parquet(path).select(*columns, *extra)
     off = 0
     for i, n in enumerate(sizes):

@@ -34,15 +34,17 @@ import polars as pl
 from stacklens.trace.clocks import _DAY_NS
 from stacklens.trace.link import id_lookup
 
-__all__ = ["REQ_ONLY", "ReqOnlyMap", "day_ranks", "order_key", "req_only_ids", "req_only_keys",
-           "shifted"]
+__all__ = ["READS", "REQ_ONLY", "ReqOnlyMap", "day_ranks", "order_key", "req_only_ids",
+           "req_only_keys", "shifted"]
 
-#: The records linking reads through their request id alone (module docstring). Columns read:
-#: ``request_id``, ``global_request_id``, ``instance_uuid``, ``rpc_kind``, ``rpc_id``,
-#: ``http_status``.
+#: The records linking reads through their request id alone (module docstring); it reads
+#: the columns of :data:`READS` but ``host`` and ``ts_ns``.
 REQ_ONLY = (pl.col("request_id").is_not_null() & pl.col("global_request_id").is_null()
             & pl.col("instance_uuid").is_null() & pl.col("rpc_kind").is_null()
             & pl.col("rpc_id").is_null() & pl.col("http_status").is_null())
+#: What :func:`req_only_keys` reads of the events besides ``_row``.
+READS = ("host", "ts_ns", "request_id", "global_request_id", "instance_uuid", "rpc_kind",
+         "rpc_id", "http_status")
 
 
 def shifted(lf: pl.LazyFrame, offsets: pl.DataFrame) -> pl.LazyFrame:
@@ -132,7 +134,7 @@ class ReqOnlyMap:
 
 def req_only_keys(records: pl.LazyFrame, m: ReqOnlyMap) -> pl.LazyFrame:
     """The keys of the :data:`REQ_ONLY` records of ``records`` (rows of the events file with
-    ``_row`` and the columns :data:`REQ_ONLY` reads, ``host`` and ``ts_ns``), in their order:
+    ``_row`` and :data:`READS`), in their order:
     ``_row``, ``eid`` (:func:`order_key`), ``ts_ns`` (corrected), ``req_local``
     (``request_id``), ``trace_id`` (Categorical) and ``_b`` (UInt32) as the global pass gave
     their request ids (``m``). A lookup by categorical code, not a join: a join built a hash
