@@ -37,14 +37,15 @@ whole-frame path. ``STACKLENS_TRACE_BUCKETS`` forces ``B``. ``STACKLENS_TRACE_TH
 (default: the cores, at most 2) buckets run at once, each in its share of the budget (``B``
 grows by that factor): on 2 cores, 10 M lines, the trace command 33.8 -> 27.6 s, peak RSS the
 same (1,029 vs 1,053 MiB; 8 buckets one at a time vs 16 two at a time). What the budget does not bound:
-pass 1 (narrow, but the clock frame holds a row per record that a clock rule reads, 9.0 M
-rows of the 35.2 M records of the 100 M-line bench corpus, and linking a row per record that
-has an id other than a request id alone, 3.1 M there, plus a row per request id of the others,
-1.0 M: the stage's peak of 1.3-1.5 GiB for the 10.5 M records of the 30 M-line bench corpus and
-3.0 GiB for the 100 M-line one, 2026-11-29, now in the clock frame and its rules, linking 1.5
-GiB, 3.0 before it left the records of a request id alone out; 3.9 GiB there before the clock
-rules held request ids categorical; 2.2 GiB at 30 M lines before session 22, 3.7 GiB before
-session 12), the
+pass 1 (narrow, but the clock frame holds a row per record that can change the offsets,
+0.60 M rows of the 35.2 M records of the 100 M-line bench corpus, 9.0 M before it left out
+the records of ids seen on one host (:mod:`~stacklens.trace.clockframe`), and linking a row
+per record that has an id other than a request id alone, 3.1 M there, plus a row per request
+id of the others, 1.0 M: the stage's peak of 1.16 GiB for the 10.5 M records of the 30 M-line
+bench corpus and 1.86 GiB for the 100 M-line one, 2026-11-29 (3.0 GiB before, in the clock
+frame and its rules; linking 1.5 GiB, 3.0 before it left the records of a request id alone
+out; 3.9 GiB there before the clock rules held request ids categorical; 2.2 GiB at 30 M lines
+before session 22, 3.7 GiB before session 12), the
 keys it hands to the split (~30 B a record of linking's), the trace ids of an output table and the
 phases and flows tables whole (small: 1.8 k and 49 k rows at 30 M lines), and a single
 component larger than a bucket's share (a long-lived periodic-task request id makes one
@@ -75,8 +76,9 @@ from stacklens.settings import positive_int
 from stacklens.trace import LINK_COLUMNS, build_traces, trace_tables
 from stacklens.trace.bucketmerge import RANGED, merged, ranged
 from stacklens.trace.classify import adopt_orphan_markers
-from stacklens.trace.clocks import _DAY_NS, correct_clocks
-from stacklens.trace.columnwise import column_wise, in_order, own
+from stacklens.trace.clockframe import clock_frame
+from stacklens.trace.clocks import correct_clocks
+from stacklens.trace.columnwise import column_wise, in_order
 from stacklens.trace.link import global_ids, id_lookup, link_events
 from stacklens.trace.reqonly import (
     READS,
@@ -88,7 +90,6 @@ from stacklens.trace.reqonly import (
     req_only_keys,
     shifted,
 )
-from stacklens.trace.skew import clock_messages, clock_text, context_dump, context_dump_text
 from stacklens.vocab import RPC_SENDS, RpcKind
 
 __all__ = [
@@ -130,16 +131,6 @@ _IDS = ("request_id", "global_request_id", "instance_uuid", "rpc_id")
 #: Of :data:`_LINKED`, the columns of few distinct values that linking only compares:
 #: categorical in pass 1 too (4 bytes a record where a string's view is 16, null or not).
 _FEW = ("http_method", "rpc_kind")
-#: Columns of the clock frame (:func:`_clock_frame`) that the clock rules only compare, group
-#: and join on, never read as text: categorical there (4 bytes a row where a string column
-#: holds a 16-byte view, null or not, plus its text). The 2.69 M rows of the 30 M-line bench
-#: corpus's frame: 827 -> 651 MiB resident, the offsets' peak 1,195 -> 982 MiB (jemalloc
-#: purging at once), the same offsets; with ``http_path`` categorical in linking (_corrected),
-#: ``stacklens trace`` of that corpus peaks at 1,763 -> 1,582 MiB (median of 3 runs each, in
-#: turn; same time, same tables). The request ids too: the rules hold them categorical
-#: (:func:`~stacklens.trace.skew.causal_constraints`). ``logger`` stays a string: rules read
-#: it as text.
-_CLOCK_CATS = ("host", "service", "rpc_kind", "rpc_id", "request_id", "global_request_id")
 #: Of :data:`_LINKED`, the columns no clock rule reads.
 _LINK_ONLY = ("instance_uuid", "http_method", "http_path")
 #: Columns no rule of :func:`~stacklens.trace.trace_tables` reads (``global_request_id``
@@ -346,83 +337,13 @@ def _link_pass(path: Path, columns: Sequence[str], b: int,
 
 def _offsets(path: Path, columns: Sequence[str]) -> pl.DataFrame:
     """The ``clock_offsets`` of :func:`~stacklens.trace.clocks.correct_clocks` (conformed),
-    from the columns the clock rules read, ``message`` only where
-    :func:`~stacklens.trace.skew.clock_messages` says a rule reads it, and the plain records
-    folded (:func:`_clock_frame`). A single host is found from the ``host`` column alone (no
-    offsets)."""
+    from the columns the clock rules read, of the records that can change them
+    (:func:`~stacklens.trace.clockframe.clock_frame`). A single host is found from the
+    ``host`` column alone (no offsets)."""
     if pl.scan_parquet(path).select(pl.col("host").drop_nulls().n_unique()).collect().item() < 2:
         return pl.DataFrame(schema=TABLES["clock_offsets"])
     cols = [c for c in columns if c in LINK_COLUMNS and c not in _LINK_ONLY]
-    return correct_clocks(_clock_frame(path, cols), apply=False)[1]
-
-
-def _clock_frame(path: Path, cols: Sequence[str]) -> pl.DataFrame:
-    """What the clock rules read, with the *plain* records and the context dumps folded.
-
-    A record with no RPC kind or id and no HTTP status whose message no rule reads
-    (:func:`~stacklens.trace.skew.clock_messages`) is read by a rule only through the earliest
-    time of its (request id or global request id, host) among records of a service or logger
-    (:mod:`stacklens.trace.causal`: ``first`` records of a request per host), and by
-    :func:`~stacklens.trace.clocks.correct_clocks` through the hosts logging each UTC day and
-    the days' order of first record. Such a record that is an oslo.messaging context dump
-    (:func:`~stacklens.trace.skew.context_dump`, Kilo and older receipts) is read in the same
-    ways and, besides, through the earliest time of its dump's request id per host
-    (``_context_rows``). So the records of one (host, service, logger, request id, global
-    request id, UTC day, message as the rules read it: null, or the dump cut to its request
-    id, :func:`~stacklens.trace.skew.context_dump_text`) become one row with their earliest
-    ``ts_ns`` (``pid`` and ``http_dur_s`` null: no rule reads them on such a record), in the
-    place of the first: the offsets are the same. 30 M-line bench corpus: 10.5 M records ->
-    3.77 M rows folding the plain records only, -> 2.69 M folding the dumps too. The other
-    records' ``message`` is as the rules read it (:func:`~stacklens.trace.skew.clock_text`).
-    Columns: ``cols`` of the events Parquet file ``path``; rows in file order.
-
-    Memory: the kept and the folded records come from two scans, not one shared scan: Polars
-    caches a subplan two branches share (``comm_subplan_elim``), which held every record's
-    columns, ``message`` included (3.6 -> 1.8 GiB peak on the 10.5 M records of the 30 M-line
-    bench corpus); the row number comes from the Parquet reader (``row_index_name``), which
-    streams, where ``with_row_index`` on the scan did not (1.8 -> 1.2 GiB for the kept
-    records alone). The folded rows are grouped first, alone, and the kept records' strings are
-    copied out of the reader's buffers (:func:`~stacklens.trace.columnwise.own`): 1.50-1.53
-    -> 1.40-1.46 GiB there (the kept records alone 1.85 -> 0.78 GiB). The two are put in file
-    order a column at a time (:func:`~stacklens.trace.columnwise.in_order`): a sort of the
-    concatenated frame held it twice (2.4 GiB there), a streaming ``merge_sorted`` of the kept
-    records into the folded rows held them about 1.5 times (1.4 GiB there; at 100 M lines,
-    9.0 M rows, 2.53 -> 2.28 GiB, the same frame).
-    """
-    dump = context_dump()
-    fold = (pl.col("rpc_kind").is_null() & pl.col("rpc_id").is_null()
-            & pl.col("http_status").is_null() & (~clock_messages() | dump))
-
-    def ev() -> pl.LazyFrame:
-        return pl.scan_parquet(path, row_index_name="_row").select("_row", *cols)
-
-    key = ["host", "service", "logger", "request_id", "global_request_id", "message", "_day"]
-    # the kept strings copied out of the reader's buffers: a filtered string column's values
-    # are views into the decoded page's buffer, which a single kept record keeps alive with
-    # every other record's text (kept records of the 30 M-line bench corpus alone: peak
-    # 1.85 -> 0.78 GiB, 220 MiB kept)
-    cat = [c for c in _CLOCK_CATS if c in cols]
-    kept = ev().filter(~fold).with_columns(message=clock_text()).with_columns(
-        own(c) for c in cols if TABLES["events"][c] == pl.String and c not in cat
-    ).with_columns(pl.col(cat).cast(pl.Categorical))
-    folded = (
-        ev().filter(fold)
-        .with_columns(message=pl.when(dump).then(context_dump_text()),
-                      _day=pl.col("ts_ns") // _DAY_NS)
-        .group_by(key)
-        .agg(pl.col("_row").min(), pl.col("ts_ns").min())
-        .drop("_day")
-        .sort("_row")
-        .with_columns(pl.col([c for c in cat if c in key]).cast(pl.Categorical))
-    )
-    schema = kept.collect_schema()
-    # the folded rows first, alone (their group-by's peak is not added to the kept records'
-    # read), then the kept records, then the two put in file order a column at a time
-    rows = pl.concat([pl.DataFrame(schema=schema), folded.collect(engine="streaming")],
-                     how="diagonal").select(schema.names())
-    out = [pl.concat([kept.collect(engine="streaming"), rows], rechunk=False)]
-    del rows
-    return in_order(out, pl.col("_row")).select(*cols)
+    return correct_clocks(clock_frame(path, cols), apply=False)[1]
 
 
 def _corrected(path: Path, offsets: pl.DataFrame, keep: pl.Expr,
