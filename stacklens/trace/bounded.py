@@ -41,11 +41,12 @@ pass 1 (narrow, but the clock frame holds a row per record that can change the o
 0.60 M rows of the 35.2 M records of the 100 M-line bench corpus, 9.0 M before it left out
 the records of ids seen on one host (:mod:`~stacklens.trace.clockframe`), and linking a row
 per record that has an id other than a request id alone, 3.1 M there, plus a row per request
-id of the others, 1.0 M: the stage's peak of 1.16 GiB for the 10.5 M records of the 30 M-line
-bench corpus and 1.86 GiB for the 100 M-line one, 2026-11-29 (3.0 GiB before, in the clock
-frame and its rules; linking 1.5 GiB, 3.0 before it left the records of a request id alone
-out; 3.9 GiB there before the clock rules held request ids categorical; 2.2 GiB at 30 M lines
-before session 22, 3.7 GiB before session 12), the
+id of the others, 1.0 M: the stage's peak of 1.10 GiB for the 10.5 M records of the 30 M-line
+bench corpus and 1.51 GiB for the 100 M-line one, 2026-11-29, the clock phase and linking's
+phases 1.2-1.4 GiB each there (3.0 GiB before, in the clock frame and its rules; linking 3.0
+before it left the records of a request id alone out; 3.9 GiB there before the clock rules
+held request ids categorical; 2.2 GiB at 30 M lines before session 22, 3.7 GiB before
+session 12), the
 keys it hands to the split (~30 B a record of linking's), the trace ids of an output table and the
 phases and flows tables whole (small: 1.8 k and 49 k rows at 30 M lines), and a single
 component larger than a bucket's share (a long-lived periodic-task request id makes one

@@ -70,25 +70,30 @@ def clock_frame(path: Path, cols: Sequence[str]) -> pl.DataFrame:
     ``cols`` must hold ``ts_ns``, ``host``, ``message``, the id columns, ``rpc_kind``,
     ``rpc_id`` and ``http_status``; raises ``polars.exceptions.ColumnNotFoundError`` otherwise.
 
-    Memory: the message column is decoded once, for the records whose message a rule reads;
-    the rest are read without it, by row number. The kept strings are copied out of the
-    reader's buffers (:func:`~stacklens.trace.columnwise.own`: one kept value keeps a decoded
-    page alive), and the parts are put in file order a column at a time
+    Memory: the records whose message a rule reads are read twice, for the ids they name
+    and then, only those kept, whole; the rest are read without ``message``, by row number.
+    The kept strings are copied out of the reader's buffers
+    (:func:`~stacklens.trace.columnwise.own`: one kept value keeps a decoded page alive) and
+    the id columns made categorical inside the read (as strings, the 731 k kept clock
+    messages of the 100 M-line bench corpus held 1.35 GiB resident for 164 MiB of values, in
+    203 chunks a column: 378 MiB now, jemalloc purging at once); the id group-bys hold hosts
+    as hashes. The parts are put in file order a column at a time
     (:func:`~stacklens.trace.columnwise.in_order`).
 
     Measured (2026-11-29, same offsets): the 30 M-line bench corpus's frame 2.69 M -> 0.18 M
     rows, its build and rules 5.7 + 1.7 -> 5.3 + 0.2 s, peak 1,463 -> 864 MiB; the 100 M-line
-    one's 9.0 M -> 0.60 M rows; ``stacklens trace`` of the two peaks at 1,378 -> 1,160 MiB
-    and 2,956 -> 1,903 MiB, 206 -> 177 s at 100 M, the same eight tables."""
+    one's 9.0 M -> 0.60 M rows, peak ~2.9 -> 1.2 GiB (0.73 GiB purging at once);
+    ``stacklens trace`` of the two peaks at 1,378 -> 1,130 MiB and 2,956 -> 1,548 MiB, the
+    same eight tables."""
     def scan() -> pl.LazyFrame:  # the row number from the reader, which streams
         return pl.scan_parquet(path, row_index_name="_row")
 
     cat = [c for c in CLOCK_CATS if c in cols]
     owned = [c for c in cols if TABLES["events"][c] == pl.String and c not in cat]
-    # the request ids the messages a rule reads name, by record: one read of the messages
-    # for these few columns, so that the records kept are known before their text is read
     hosts = (scan().select(pl.col("host").drop_nulls().unique()).collect(engine="streaming")
              .get_column("host"))
+    # the request ids the messages a rule reads name, by record: one read of the messages
+    # for these few columns, so that the records kept are known before their text is read
     named = (scan().filter(clock_messages()).select("_row", h=_named(), host=_host(hosts))
              .collect(engine="streaming"))
     said_rows = named.get_column("_row")
