@@ -72,6 +72,10 @@ def clock_frame(path: Path, cols: Sequence[str]) -> pl.DataFrame:
 
     Memory: the records whose message a rule reads are read twice, for the ids they name
     and then, only those kept, whole; the rest are read without ``message``, by row number.
+    Each read is a scan of its own (Polars caches a subplan that two branches share, whole:
+    ``comm_subplan_elim`` held every record's columns, 3.6 GiB at 30 M lines, session 22),
+    with the row number from the Parquet reader (``row_index_name`` streams, where
+    ``with_row_index`` on the scan did not).
     The kept strings are copied out of the reader's buffers
     (:func:`~stacklens.trace.columnwise.own`: one kept value keeps a decoded page alive) and
     the id columns made categorical inside the read (as strings, the 731 k kept clock
