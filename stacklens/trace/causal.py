@@ -47,8 +47,8 @@ import polars as pl
 from stacklens.vocab import REQ_ID, is_client
 
 __all__ = [
-    "MIN_ENGINE", "REQUEST_IDS", "categorical_ids", "http_callee_rows", "http_caller_rows",
-    "origin_rows", "schedule_rows",
+    "MIN_ENGINE", "REQUEST_IDS", "caller_lines", "categorical_ids", "http_callee_rows",
+    "http_caller_rows", "origin_rows", "schedule_rows",
 ]
 
 _RID = f"({REQ_ID})"
@@ -85,6 +85,13 @@ MIN_ENGINE: Literal["streaming"] = "streaming"
 def categorical_ids(ev: pl.DataFrame) -> pl.DataFrame:
     """``ev`` with its :data:`REQUEST_IDS` categorical (the same frame when they are)."""
     return ev.with_columns(pl.col(REQUEST_IDS).cast(pl.Categorical))
+
+
+def caller_lines() -> pl.Expr:
+    """True for the lines :func:`http_caller_rows` reads: keystoneauth's ``REQ: curl`` and
+    ``used request id`` lines (null where ``message`` is)."""
+    msg = pl.col("message")
+    return msg.str.starts_with("REQ: curl") | msg.str.contains(" used request id ", literal=True)
 
 
 def _out(df: pl.DataFrame, kind: str, slack_s: float) -> pl.DataFrame:
@@ -173,7 +180,7 @@ def http_caller_rows(ev: pl.DataFrame, res: float) -> pl.DataFrame | None:
     ev = categorical_ids(ev)
     msg = pl.col("message")
     lines = (
-        ev.filter(msg.str.starts_with("REQ: curl") | msg.str.contains(" used request id "))
+        ev.filter(caller_lines())
         .with_row_index("_i")
         .select(
             "_i",

@@ -39,6 +39,7 @@ from pathlib import Path
 import polars as pl
 
 from stacklens.schema import TABLES
+from stacklens.trace.causal import caller_lines
 from stacklens.trace.clocks import _DAY_NS
 from stacklens.trace.columnwise import in_order, own
 from stacklens.trace.skew import clock_messages, clock_text, context_dump
@@ -115,11 +116,8 @@ def clock_frame(path: Path, cols: Sequence[str]) -> pl.DataFrame:
     names = pl.col("_row").is_in(
         named.filter(pl.col("h").is_in(multi.implode())).get_column("_row").implode())
     del named
-    msg = pl.col("message")
-    caller = msg.str.starts_with("REQ: curl") | msg.str.contains(" used request id ",
-                                                                  literal=True)
     said = (scan().filter(clock_messages()).select("_row", *cols)
-            .filter(keep | names | caller.fill_null(False))
+            .filter(keep | names | caller_lines().fill_null(False))
             .with_columns(_dump=context_dump()).with_columns(message=clock_text())
             .with_columns(own(c) for c in owned).with_columns(pl.col(cat).cast(pl.Categorical))
             .collect(engine="streaming"))
