@@ -38,6 +38,7 @@ import duckdb
 
 from stacklens import __version__
 from stacklens.analyze.findings import findings
+from stacklens.analyze.forecast_notes import forecast_notes
 from stacklens.analyze.local_time import local_time_findings
 from stacklens.analyze.queries import SECTIONS
 from stacklens.analyze.section import Section
@@ -121,7 +122,7 @@ def build_report(store: RunStore) -> dict[str, Any]:
         found = findings(con, {t for t in _FINDING_TABLES if store.has(t)})
         if all(store.has(t) for t in ("requests", "traces", "spans")):
             found += local_time_findings(con)
-        report["findings"] = found + capture_notes(manifest)
+        report["findings"] = found + capture_notes(manifest) + forecast_notes(manifest)
         for s in SECTIONS:
             if all(store.has(t) for t in s.needs):
                 _merge(report, s.shape(section_rows(con, s)))

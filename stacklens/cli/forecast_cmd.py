@@ -32,6 +32,7 @@ from stacklens.forecast.attribution import fit_attribution
 from stacklens.forecast.calibrate import calibrate, run_settings
 from stacklens.forecast.cpufit import fit_stretch
 from stacklens.forecast.knobs import KNOB_HELP, Knobs, parse_sets
+from stacklens.forecast.records import extrapolation
 from stacklens.forecast.run import forecast_run, knobs_for, resolve_model
 from stacklens.forecast.tables import SIMULATED, to_tables
 from stacklens.forecast.validate import (
@@ -91,9 +92,13 @@ def _validate(model: str, runs: list[str], seeds: int, sets: list[str]) -> None:
                      poll_interval_s=poll)
     base = parse_sets(sets, base)
     preds = []
+    beyond: dict[str, list[int]] = {}  # per component: draws, of them beyond the calibration
     with tempfile.TemporaryDirectory(prefix="stacklens-validate-") as tmp:
         for s in range(1, seeds + 1):
             res, _ = forecast_run(cal, base.replace(seed=s), None, name)
+            for e in extrapolation(res).values():
+                b = beyond.setdefault(e["component"], [0, 0])
+                b[0], b[1] = b[0] + e["draws"], b[1] + e["beyond"]
             st = RunStore(Path(tmp) / str(s))
             st.write(to_tables(res, 0, cal.attribution))  # metrics through the same tables as measured runs
             preds.append(measured_metrics(st.path, concurrency))
@@ -103,6 +108,8 @@ def _validate(model: str, runs: list[str], seeds: int, sets: list[str]) -> None:
                f"concurrency {base.concurrency}); predicted: median of {seeds} seeds")
     typer.echo(render(compare(pred, meas, spread if len(runs) > 1 else None,
                               seed_spread(preds))))
+    typer.echo("drawn beyond the calibrated load (all seeds): " + ", ".join(
+        f"{c} {k / n:.0%}" for c, (n, k) in sorted(beyond.items()) if n))
 
 
 def forecast(

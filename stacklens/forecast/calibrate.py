@@ -144,8 +144,11 @@ __all__ = [
 #: 7: per load bin of the controller's stages, the builds in flight
 #: (:attr:`~stacklens.forecast.dist.LoadDist.building`; older files read without: no
 #: contention scaling); 8: ``pre_calls``, the conductor calls before the build phase
-#: (``compute_pre`` is then without them; older files read 0: the stage keeps them).
-CALIBRATION_FORMAT_VERSION = 8
+#: (``compute_pre`` is then without them; older files read 0: the stage keeps them); 9: per
+#: stage the highest load of its samples (:attr:`~stacklens.forecast.dist.LoadDist.max_load`,
+#: what a forecast's draws beyond the calibration are counted against; older files read the
+#: highest bin's mean load).
+CALIBRATION_FORMAT_VERSION = 9
 
 #: nova's default spacing of ``update_available_resource`` (``update_resources_interval`` 0:
 #: oslo.service's default periodic spacing, 60 s), when a run is too short to measure it.

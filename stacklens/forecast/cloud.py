@@ -123,6 +123,8 @@ class Cloud:
         self.cpu = (PsCpu(env, cal.cpu.free_cores(cores))
                     if cal.cpu is not None and cores > 0 else None)
         self.stretch: dict[tuple[str, int], list[float]] = {}
+        #: per stage: [times drawn, of them beyond the calibrated load, highest load drawn at]
+        self.drawn: dict[str, list[float]] = {}
         procs = cal.cpu.processes if cal.cpu is not None else {}
         self.caps: dict[str, float] = {s: float(n) if n > 0 else math.inf
                                        for s, n in procs.items()}
@@ -143,6 +145,13 @@ class Cloud:
             return max(0, self.client_in_flight - self.waiting)
         return self.in_flight
 
+    def _count(self, stage: str, d: LoadDist, load: float) -> None:
+        """Count one time of ``stage`` drawn at ``load`` in :attr:`drawn`."""
+        c = self.drawn.setdefault(stage, [0, 0, 0.0])
+        c[0] += 1
+        c[1] += d.beyond(load)
+        c[2] = max(c[2], load)
+
     def draw(self, stage: str) -> float:
         """One time (s) of ``stage`` at the current load; without a shared CPU, scaled by the
         builds in flight against those its load bin saw in the calibration
@@ -151,6 +160,7 @@ class Cloud:
         ``saturation``, the :data:`UNSERVED_STAGES` grow beyond the calibrated load at least
         in proportion to it (:meth:`~stacklens.forecast.dist.LoadDist.sample`)."""
         d, load, cap = self.st[stage], self._load(stage), self.k.max_slowdown
+        self._count(stage, d, load)
         v = d.sample(self.rng.random(), load, cap,
                      self.k.saturation and self.cpu is None and stage in UNSERVED_STAGES)
         if d.building and self.cpu is None and self.k.contention:
@@ -165,6 +175,7 @@ class Cloud:
         if self.cpu is None or cm is None:
             return 0.0, self.draw(stage), -1
         d, load = self.st[stage], self._load(stage)
+        self._count(stage, d, load)
         return (cm.demand_s.get(stage, 0.0), cm.non_cpu(stage, d, self.rng.random(), load),
                 d.bin_of(load))
 

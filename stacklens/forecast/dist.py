@@ -70,7 +70,9 @@ class LoadDist:
     sample count; ``a``, ``b`` the fitted line (seconds, seconds per boot in flight);
     ``building[i]`` (optional, empty when not measured) the bin's mean *other* work in flight
     at its samples' starts: builds in their build phase (the ``work`` load index less
-    ``pipeline``), what :meth:`contention` compares a simulated moment with."""
+    ``pipeline``), what :meth:`contention` compares a simulated moment with; ``max_load``
+    (optional, None in models calibrated before format 9) the highest load of any sample: a
+    time drawn above it is an extrapolation (:meth:`beyond`)."""
 
     edges: tuple[float, ...]
     qs: tuple[tuple[float, ...], ...]
@@ -79,6 +81,17 @@ class LoadDist:
     a: float
     b: float
     building: tuple[float, ...] = ()
+    max_load: float | None = None
+
+    def calibrated_max(self) -> float:
+        """The highest load the calibration measured this stage at: :attr:`max_load`, or in
+        models calibrated before format 9 the highest bin's mean load (an underestimate)."""
+        return self.loads[-1] if self.max_load is None else self.max_load
+
+    def beyond(self, load: float) -> bool:
+        """Whether a time drawn at ``load`` lies beyond the loads the calibration measured
+        (extrapolated by the line or the asymptote, or the top bin's times held)."""
+        return load > self.calibrated_max() and any(self.n)
 
     def bin_of(self, load: float) -> int:
         """Index of the bin that holds ``load``."""
@@ -142,6 +155,8 @@ class LoadDist:
             "qs": [[round(v, 6) for v in q] for q in self.qs]}
         if self.building:
             out["building"] = [round(x, 3) for x in self.building]
+        if self.max_load is not None:
+            out["max_load"] = round(self.max_load, 3)
         return out
 
     @staticmethod
@@ -156,7 +171,8 @@ class LoadDist:
         return LoadDist(edges=tuple(float(e) for e in d["edges"]), qs=qs,
                         loads=tuple(float(x) for x in d["loads"]),
                         n=tuple(int(x) for x in d["n"]), a=float(d["a"]), b=float(d["b"]),
-                        building=building)
+                        building=building,
+                        max_load=float(d["max_load"]) if "max_load" in d else None)
 
     @staticmethod
     def constant(v: float) -> LoadDist:
@@ -169,8 +185,8 @@ def fit(loads: list[float | None], times: list[float | None], max_bins: int = 4,
     """Fit a :class:`LoadDist` to paired samples (load, time in s). Bins are load quantiles
     with at least ``min_per_bin`` samples each (fewer bins when there are few samples).
     ``building`` (optional, one per sample): the builds in flight at each sample's start,
-    averaged per bin into :attr:`LoadDist.building`. Raises ``ValueError`` when there are no
-    samples."""
+    averaged per bin into :attr:`LoadDist.building`; :attr:`LoadDist.max_load` is the highest
+    sample load. Raises ``ValueError`` when there are no samples."""
     other = building if building is not None else [0.0] * len(loads)
     pairs = sorted((float(x), max(0.0, float(t)), float(w))
                    for x, t, w in zip(loads, times, other, strict=True)
@@ -200,4 +216,4 @@ def fit(loads: list[float | None], times: list[float | None], max_bins: int = 4,
                     loads=tuple(sum(p[0] for p in g) / len(g) for g in groups),
                     n=tuple(len(g) for g in groups), a=a, b=b,
                     building=tuple(sum(p[2] for p in g) / len(g) for g in groups)
-                    if building is not None else ())
+                    if building is not None else (), max_load=pairs[-1][0])

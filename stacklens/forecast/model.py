@@ -404,4 +404,6 @@ def simulate(cal: Calibration, knobs: Knobs) -> SimResult:
         busy["shared CPU"] = cloud.cpu.busy_s / (cloud.cpu.cores * dur)
     return SimResult(knobs=knobs, boots=cloud.boots, deletes=cloud.deletes, duration_s=env.now,
                      busy=busy, placed=cloud.placed,
-                     stretch={k: (v[0], v[1]) for k, v in cloud.stretch.items()})
+                     stretch={k: (v[0], v[1]) for k, v in cloud.stretch.items()},
+                     drawn={s: (int(v[0]), int(v[1]), v[2], cal.stages[s].calibrated_max())
+                            for s, v in cloud.drawn.items()})

@@ -10,7 +10,25 @@ from typing import Any
 
 from stacklens.forecast.knobs import Knobs
 
-__all__ = ["BootRecord", "DeleteRecord", "SimResult", "summary"]
+__all__ = ["BootRecord", "DeleteRecord", "STAGE_COMPONENT", "SimResult", "extrapolation",
+           "summary"]
+
+#: The component whose time (in the breakdown) each model stage mostly is: the stages of
+#: :data:`stacklens.forecast.calibrate.Calibration.stages` (the scheduler's also holds
+#: placement's share; ``to_compute``'s idle-cloud part is RPC transit).
+STAGE_COMPONENT: dict[str, str] = {
+    "api": "nova-api", "delete_api": "nova-api",
+    "conductor": "nova-conductor", "to_compute": "nova-conductor",
+    "conductor_call": "nova-conductor",
+    "scheduler": "nova-scheduler", "scheduler_host": "nova-scheduler",
+    "alloc_read": "placement-api",
+    "compute_pre": "nova-compute", "build": "nova-compute", "finish": "nova-compute",
+    "teardown": "nova-compute", "cleanup": "nova-compute", "lock_held": "nova-compute",
+    "claim_held": "nova-compute", "delete_held": "nova-compute",
+    "periodic_held": "nova-compute",
+    "to_conductor": "between components", "delete_to_compute": "between components",
+    "delete_rest": "between components",
+}
 
 
 @dataclass
@@ -57,7 +75,9 @@ class SimResult:
     fraction of the storm's duration, pooled over a resource's workers or hosts, plus
     ``compute_resources lock, busiest host``: the most held host's lock, which saturates
     first under a burst) and the hosts' final counts; with a shared CPU,
-    ``stretch`` maps (stage, load bin) to (elapsed_s, demand_s) of its CPU parts summed."""
+    ``stretch`` maps (stage, load bin) to (elapsed_s, demand_s) of its CPU parts summed;
+    ``drawn`` maps each stage to (times drawn, of them at a load beyond the highest its
+    calibration measured, the highest load drawn at, that calibrated highest load)."""
 
     knobs: Knobs
     boots: list[BootRecord]
@@ -67,6 +87,20 @@ class SimResult:
     placed: list[int]
     events: int = 0
     stretch: dict[tuple[str, int], tuple[float, float]] = field(default_factory=dict)
+    drawn: dict[str, tuple[int, int, float, float]] = field(default_factory=dict)
+
+
+def extrapolation(res: SimResult) -> dict[str, dict[str, Any]]:
+    """Per stage of ``res`` that drew a time, how far the storm went beyond the model's
+    calibration: ``component`` (:data:`STAGE_COMPONENT`), ``draws``, ``beyond`` (draws at a
+    load above the highest of the stage's calibration samples: their times are the fitted
+    line's or the asymptote's extrapolation, or the top bin's times held, not measured),
+    ``beyond_share`` (0..1), ``load_max`` (the highest load drawn at) and
+    ``calibrated_load_max`` (loads in the model's load index: boots in flight)."""
+    return {stage: {"component": STAGE_COMPONENT.get(stage, "unknown"), "draws": n,
+                    "beyond": k, "beyond_share": round(k / n, 4) if n else 0.0,
+                    "load_max": round(top, 3), "calibrated_load_max": round(cal, 3)}
+            for stage, (n, k, top, cal) in sorted(res.drawn.items())}
 
 
 def summary(res: SimResult) -> dict[str, Any]:

@@ -61,6 +61,7 @@ def forecast_run(cal: Calibration, knobs: Knobs, out: str | Path | None, model_n
     :func:`stacklens.forecast.model.summary`, plus ``wall_s``: seconds the simulation took).
     Raises :class:`~stacklens.errors.UserError` when ``out`` is not empty and not ``force``."""
     from stacklens.forecast.model import simulate, summary  # simpy: only when simulating
+    from stacklens.forecast.records import extrapolation
 
     store = RunStore(out) if out is not None else None
     if store is not None:
@@ -72,6 +73,8 @@ def forecast_run(cal: Calibration, knobs: Knobs, out: str | Path | None, model_n
     if store is not None:
         write_run(store, res, time.time_ns(), {
             "model": model_name, "knobs": knobs.as_dict(), "summary": s,
-            "calibration": {"provenance": cal.provenance, "knobs": cal.knobs}},
+            "calibration": {"provenance": cal.provenance, "knobs": cal.knobs, "load": cal.load,
+                            "stage_load": dict(cal.stage_load)},
+            "extrapolation": extrapolation(res)},
             cal.attribution)
     return res, s

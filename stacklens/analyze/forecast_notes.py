@@ -1,0 +1,100 @@
+"""How far a forecast went beyond what its model measured, as findings (issue 9).
+
+A forecast's tables look like a measured run's, so the report must say which of its numbers
+are extrapolations. The manifest's ``forecast`` section (:func:`stacklens.forecast.run.
+forecast_run`) holds the storm's knobs, the calibration's knobs (the storm the model was
+measured on) and, per model stage, how many of its times were drawn at a load above the
+highest of its calibration samples (``extrapolation``:
+:func:`stacklens.forecast.records.extrapolation`). Two findings come from them (rule
+``forecast``):
+
+- **scale**: the storm's computes, servers and concurrency against the calibration's, with
+  the ratios; ``warning`` when one is more than 2x (the size the shipped model was validated
+  at: ``stacklens forecast validate``, its provenance's ``validated``), else ``info``.
+- **extrapolated**: per component (the stages' :data:`~stacklens.forecast.records.
+  STAGE_COMPONENT`), the share of its stages' draws beyond the calibrated load, for the
+  components with 5 % or more, as a ``warning``: a p95 is the top 5 % of a component's
+  times, the ones drawn at the highest loads. Under 5 % everywhere gives one ``info`` note. A model calibrated before format 9 counts against its
+  highest bin's mean load (more draws counted beyond than there were).
+
+The load is the model's load index (``calibration.load``, per stage ``stage_load``): boots in
+flight, not hosts, so a storm can stay within the calibrated load on more hosts; what the
+model cannot know beyond its calibration's cloud size is the scale note's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["VALIDATED_RATIO", "forecast_notes"]
+
+#: The scale (storm over calibration) up to which the scale note stays ``info``: the shipped
+#: model's validation was at 2x (K=4 -> K=8 lab storms, concurrency 20 -> 40).
+VALIDATED_RATIO = 2.0
+
+#: A component's share of draws beyond the calibration listed (as a warning) from here (0..1):
+#: from 5 %, its p95 is drawn beyond the calibration.
+_LISTED = 0.05
+
+_SCALED = ("computes", "servers", "concurrency")
+
+
+def forecast_notes(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``forecast`` findings (module docstring) of a run's ``manifest``: [] for a measured
+    run (no ``forecast`` section) and for a section written before these fields existed.
+    Each is ``{rule, severity, text, evidence}`` as :mod:`stacklens.analyze.findings`'."""
+    fc = manifest.get("forecast")
+    if not isinstance(fc, dict):
+        return []
+    out = []
+    knobs = fc.get("knobs") or {}
+    cal = (fc.get("calibration") or {}).get("knobs") or {}
+    ratios = {k: float(knobs[k]) / float(cal[k]) for k in _SCALED
+              if isinstance(knobs.get(k), (int, float)) and isinstance(cal.get(k), (int, float))
+              and cal[k] > 0}
+    if ratios:
+        over = max(ratios.values()) > VALIDATED_RATIO
+        same = all(r == 1.0 for r in ratios.values())
+        text = ("forecast: the calibration's own storm size (" + ", ".join(
+                    f"{k} {knobs[k]:g}" for k in ratios) + ")" if same else
+                "forecast: " + ", ".join(f"{k} {knobs[k]:g} ({r:.3g}x the calibration's "
+                                         f"{cal[k]:g})" for k, r in ratios.items()))
+        if over:
+            text += (f"; beyond {VALIDATED_RATIO:g}x, the step the shipped model was validated "
+                     "over (lab K=4 -> K=8)")
+        out.append({"rule": "forecast", "severity": "warning" if over else "info",
+                    "text": text,
+                    "evidence": {"ratios": {k: round(r, 4) for k, r in ratios.items()},
+                                 "storm": {k: knobs[k] for k in ratios},
+                                 "calibration": {k: cal[k] for k in ratios}}})
+    ext = fc.get("extrapolation")
+    if isinstance(ext, dict) and ext:
+        out.append(_extrapolated(ext))
+    return out
+
+
+def _extrapolated(ext: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The extrapolation finding of a forecast section's ``extrapolation`` (module docstring)."""
+    by: dict[str, list[int]] = {}
+    stages: dict[str, list[str]] = {}
+    for stage, e in ext.items():
+        c = str(e.get("component", "unknown"))
+        n = by.setdefault(c, [0, 0])
+        n[0] += int(e.get("draws", 0))
+        n[1] += int(e.get("beyond", 0))
+        if e.get("beyond"):
+            stages.setdefault(c, []).append(stage)
+    share = {c: k / n for c, (n, k) in by.items() if n}
+    listed = sorted((c for c, s in share.items() if s >= _LISTED), key=lambda c: -share[c])
+    evidence = {"components": {c: round(s, 4) for c, s in share.items()}, "stages": ext}
+    if not listed:
+        top = max(share.values(), default=0.0)
+        return {"rule": "forecast", "severity": "info",
+                "text": "forecast: every component's times were drawn within the loads its "
+                        "calibration measured" + (f" (at most {top:.0%} beyond)" if top else ""),
+                "evidence": evidence}
+    parts = ", ".join(f"{c} {share[c]:.0%} ({', '.join(sorted(stages[c]))})" for c in listed)
+    return {"rule": "forecast", "severity": "warning",
+            "text": "forecast: times drawn beyond the highest load the model's calibration "
+                    f"measured (extrapolated, not measured): {parts}",
+            "evidence": evidence}

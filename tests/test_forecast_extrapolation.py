@@ -1,0 +1,106 @@
+"""A forecast says how far it went beyond its calibration (issue 9): per stage, the draws at a
+load above the highest its calibration samples had, and the storm's size against the
+calibration's, as report findings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from stacklens.analyze.forecast_notes import forecast_notes
+from stacklens.forecast.calibrate import load_model
+from stacklens.forecast.dist import LoadDist, fit
+from stacklens.forecast.model import simulate
+from stacklens.forecast.records import STAGE_COMPONENT, extrapolation
+from stacklens.forecast.run import knobs_for, shipped_model
+
+
+def test_fit_keeps_the_highest_sample_load_and_beyond_reads_it():
+    d = fit([1, 2, 3, 4, 5, 6, 7, 8, 9, 30], [0.1] * 10, max_bins=2, min_per_bin=5)
+    assert d.max_load == 30.0
+    assert d.loads[-1] < 30.0  # the top bin's mean is lower: not the threshold
+    assert not d.beyond(30.0) and d.beyond(30.5)
+    back = LoadDist.from_json(json.loads(json.dumps(d.to_json())))
+    assert back.max_load == 30.0 and back.beyond(31.0) and not back.beyond(29.0)
+    old = d.to_json()
+    del old["max_load"]  # a model of format 8: the top bin's mean load stands in
+    assert LoadDist.from_json(old).calibrated_max() == d.loads[-1]
+    assert not LoadDist.constant(1.0).beyond(1e9)  # no samples: nothing is measured beyond
+
+
+def _drawn(computes: int, servers: int, concurrency: int) -> dict[str, dict]:
+    cal = load_model(shipped_model())
+    res = simulate(cal, knobs_for(cal, computes=computes, servers=servers,
+                                  concurrency=concurrency))
+    ext = extrapolation(res)
+    assert set(ext) <= set(STAGE_COMPONENT)
+    for stage, e in ext.items():
+        assert 0 <= e["beyond"] <= e["draws"]
+        assert e["calibrated_load_max"] == cal.stages[stage].calibrated_max()
+        assert (e["beyond"] > 0) == (e["load_max"] > e["calibrated_load_max"])
+    return ext
+
+
+def test_the_calibrations_own_storm_stays_within_and_a_big_one_goes_beyond():
+    own = _drawn(4, 40, 20)  # the shipped model's calibration storm
+    assert sum(e["beyond"] for e in own.values()) <= 0.05 * sum(e["draws"] for e in own.values())
+    big = _drawn(100, 1000, 500)  # 25x: up to ~29 boots in flight, the lab's up to 20
+    for stage in ("api", "conductor", "scheduler", "to_compute"):
+        assert big[stage]["beyond_share"] > 0.2, (stage, big[stage])
+
+
+def test_notes_of_a_measured_run_and_of_old_forecasts_are_empty():
+    assert forecast_notes({"run": {}}) == []
+    assert forecast_notes({"forecast": {"simulated": True}}) == []
+
+
+def test_scale_note_warns_beyond_the_validated_step():
+    cal = {"computes": 4, "servers": 40, "concurrency": 20}
+
+    def note(**knobs):
+        man = {"forecast": {"knobs": knobs, "calibration": {"knobs": cal}}}
+        (n,) = forecast_notes(man)
+        return n
+
+    assert note(computes=4, servers=40, concurrency=20)["severity"] == "info"
+    n = note(computes=8, servers=80, concurrency=40)
+    assert n["severity"] == "info" and n["evidence"]["ratios"]["computes"] == 2.0
+    n = note(computes=600, servers=12000, concurrency=600)
+    assert n["severity"] == "warning"
+    assert "150x" in n["text"] and n["evidence"]["ratios"]["servers"] == 300.0
+
+
+def test_extrapolation_note_lists_components_by_share():
+    def e(component, draws, beyond):
+        return {"component": component, "draws": draws, "beyond": beyond}
+
+    man = {"forecast": {"extrapolation": {
+        "conductor": e("nova-conductor", 100, 90), "to_compute": e("nova-conductor", 100, 70),
+        "api": e("nova-api", 100, 20), "build": e("nova-compute", 100, 4)}}}
+    (n,) = forecast_notes(man)
+    assert n["severity"] == "warning"
+    assert n["text"].index("nova-conductor 80%") < n["text"].index("nova-api 20%")
+    assert "nova-compute" not in n["text"]  # 4 %: under the listed share
+    assert n["evidence"]["components"]["nova-compute"] == 0.04
+    man["forecast"]["extrapolation"] = {"build": e("nova-compute", 100, 4)}
+    (n,) = forecast_notes(man)
+    assert n["severity"] == "info" and "at most 4% beyond" in n["text"]
+
+
+def test_report_of_a_big_forecast_says_it_is_extrapolated(tmp_path: Path):
+    out = tmp_path / "fc"
+    p = subprocess.run([sys.executable, "-m", "stacklens", "forecast", "--computes", "100",
+                        "--servers", "1000", "--concurrency", "500", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["forecast"]["extrapolation"]["conductor"]["beyond"] > 0
+    p = subprocess.run([sys.executable, "-m", "stacklens", "report", str(out), "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    notes = [f for f in json.loads(p.stdout)["findings"] if f["rule"] == "forecast"]
+    assert [n["severity"] for n in notes] == ["warning", "warning"]
+    assert "25x the calibration's 4" in notes[0]["text"]
+    assert "extrapolated" in notes[1]["text"] and "nova-conductor" in notes[1]["text"]
