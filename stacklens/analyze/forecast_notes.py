@@ -9,13 +9,14 @@ highest of its calibration samples (``extrapolation``:
 ``forecast``):
 
 - **scale**: the storm's computes, servers and concurrency against the calibration's, with
-  the ratios; ``warning`` when one is more than 2x (the size the shipped model was validated
-  at: ``stacklens forecast validate``, its provenance's ``validated``), else ``info``.
+  the ratios; ``warning`` when one is more than 2x (:data:`VALIDATED_RATIO`, the step the
+  shipped model was validated over: its provenance's ``validated``), else ``info``.
 - **extrapolated**: per component (the stages' :data:`~stacklens.forecast.records.
   STAGE_COMPONENT`), the share of its stages' draws beyond the calibrated load, for the
   components with 5 % or more, as a ``warning``: a p95 is the top 5 % of a component's
-  times, the ones drawn at the highest loads. Under 5 % everywhere gives one ``info`` note. A model calibrated before format 9 counts against its
-  highest bin's mean load (more draws counted beyond than there were).
+  times, the ones drawn at the highest loads. Under 5 % everywhere gives one ``info`` note.
+  A model calibrated before format 9 counts against its highest bin's mean load (more draws
+  counted beyond than there were).
 
 The load is the model's load index (``calibration.load``, per stage ``stage_load``): boots in
 flight, not hosts, so a storm can stay within the calibrated load on more hosts; what the
