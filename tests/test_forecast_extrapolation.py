@@ -101,6 +101,49 @@ def test_report_of_a_big_forecast_says_it_is_extrapolated(tmp_path: Path):
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     notes = [f for f in json.loads(p.stdout)["findings"] if f["rule"] == "forecast"]
-    assert [n["severity"] for n in notes] == ["warning", "warning"]
-    assert "25x the calibration's 4" in notes[0]["text"]
-    assert "extrapolated" in notes[1]["text"] and "nova-conductor" in notes[1]["text"]
+    assert notes[0]["severity"] == "warning" and "25x the calibration's 4" in notes[0]["text"]
+    assert notes[1]["severity"] == "warning" and "extrapolated" in notes[1]["text"]
+    assert "nova-conductor" in notes[1]["text"]
+    # the shipped model's recorded validations: its own size within 15 %, 2x not all
+    own, twice = notes[2:]
+    assert own["severity"] == "info" and "computes 4, servers 40" in own["text"]
+    assert twice["severity"] == "warning" and "beyond: nova-conductor p50_s" in twice["text"]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "stacklens", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_validate_record_keeps_the_validation_in_the_model(tmp_path: Path):
+    model = tmp_path / "m.json"
+    model.write_text(shipped_model().read_text())
+    runs = tmp_path / "runs"
+    p = _cli("forecast", str(model), "-k", "4", "-n", "24", "-c", "12", "--out", str(runs))
+    assert p.returncode == 0, p.stderr
+    before = load_model(model).validations
+    p = _cli("forecast", "validate", str(model), str(runs), "--seeds", "2", "--record")
+    assert p.returncode == 0, p.stderr
+    assert "drawn beyond the calibrated load" in p.stdout
+    (*old, rec) = load_model(model).validations
+    assert tuple(old) == before
+    assert rec["storm"] == {"computes": 4, "servers": 24, "concurrency": 12}
+    assert rec["runs"] == 1 and rec["seeds"] == 2 and rec["target_pct"] == 15.0
+    assert set(rec["error_pct"]) >= {"create_p50_s", "nova-conductor p50_s"}
+    assert set(rec["beyond_calibration"]) <= set(STAGE_COMPONENT.values())
+    out = tmp_path / "fc"
+    p = _cli("forecast", str(model), "-k", "4", "-n", "24", "-c", "12", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    man = json.loads((out / "manifest.json").read_text())
+    notes = forecast_notes(man)
+    assert any("validated against 1 measured run of computes 4, servers 24" in n["text"]
+               for n in notes)
+    # the shipped model is installed with stacklens: not written
+    p = _cli("forecast", "validate", "lab-2025.1", str(runs), "--seeds", "1", "--record")
+    assert p.returncode == 1 and "file path" in p.stderr
+
+
+def test_a_model_without_validations_says_so():
+    man = {"forecast": {"calibration": {"knobs": {}, "validations": []}}}
+    (n,) = forecast_notes(man)
+    assert n["severity"] == "info" and "no recorded validation" in n["text"]

@@ -17,6 +17,10 @@ highest of its calibration samples (``extrapolation``:
   times, the ones drawn at the highest loads. Under 5 % everywhere gives one ``info`` note.
   A model calibrated before format 9 counts against its highest bin's mean load (more draws
   counted beyond than there were).
+- **validated**: each of the model's recorded validations (``calibration.validations``,
+  ``stacklens forecast validate --record``; the last :data:`_VALIDATIONS`): the measured
+  storm and every metric's error, the ones beyond the validation's target listed apart;
+  ``warning`` when there are such, else ``info``. A model without any says so (``info``).
 
 The load is the model's load index (``calibration.load``, per stage ``stage_load``): boots in
 flight, not hosts, so a storm can stay within the calibrated load on more hosts; what the
@@ -38,6 +42,9 @@ VALIDATED_RATIO = 2.0
 _LISTED = 0.05
 
 _SCALED = ("computes", "servers", "concurrency")
+
+#: The recorded validations a report lists (the most recent).
+_VALIDATIONS = 3
 
 
 def forecast_notes(manifest: dict[str, Any]) -> list[dict[str, Any]]:
@@ -71,7 +78,29 @@ def forecast_notes(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     ext = fc.get("extrapolation")
     if isinstance(ext, dict) and ext:
         out.append(_extrapolated(ext))
+    vals = (fc.get("calibration") or {}).get("validations")
+    if isinstance(vals, list):
+        out += [_validated(v) for v in vals[-_VALIDATIONS:] if isinstance(v, dict)]
+        if not vals:
+            out.append({"rule": "forecast", "severity": "info", "evidence": {},
+                        "text": "forecast: its model has no recorded validation against "
+                                "measured runs (stacklens forecast validate --record)"})
     return out
+
+
+def _validated(v: dict[str, Any]) -> dict[str, Any]:
+    """The finding of one recorded validation (module docstring)."""
+    storm = ", ".join(f"{k} {n}" for k, n in (v.get("storm") or {}).items())
+    target = float(v.get("target_pct") or 15.0)
+    errs = {m: e for m, e in (v.get("error_pct") or {}).items() if isinstance(e, (int, float))}
+    within = ", ".join(f"{m} {e:+.0f}%" for m, e in errs.items() if abs(e) <= target)
+    beyond = ", ".join(f"{m} {e:+.0f}%" for m, e in errs.items() if abs(e) > target)
+    n = v.get("runs", "?")
+    text = (f"forecast: its model was validated against {n} measured run{'' if n == 1 else 's'} of "
+            f"{storm} ({v.get('seeds', '?')} seeds, {str(v.get('at', '?'))[:10]}): within "
+            f"{target:g}%: {within or 'none'}" + (f"; beyond: {beyond}" if beyond else ""))
+    return {"rule": "forecast", "severity": "warning" if beyond else "info", "text": text,
+            "evidence": v}
 
 
 def _extrapolated(ext: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -8,7 +8,9 @@ Forms (the first argument picks one)::
                                                            fit a model to traced runs (with
                                                            resource samples: a shared CPU of
                                                            N cores, stacklens.forecast.cpu)
-    stacklens forecast validate MODEL RUN... [--seeds S]   predicted vs measured (median of RUNs)
+    stacklens forecast validate MODEL RUN... [--seeds S] [--record]
+                                                           predicted vs measured (median of
+                                                           RUNs); --record keeps it in MODEL
     stacklens forecast knobs                               list the knobs and their defaults
 
 MODEL is a calibration file, or omitted / ``lab-2025.1`` for the model shipped with stacklens.
@@ -22,6 +24,8 @@ import json
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
@@ -39,6 +43,7 @@ from stacklens.forecast.validate import (
     compare,
     measured_metrics,
     median_metrics,
+    record,
     render,
     seed_spread,
 )
@@ -76,8 +81,11 @@ def _calibrate(runs: list[str], out: Path | None, provenance: list[str], load: s
               f"{sum(r['creates'] for r in m)} boots -> {out}")
 
 
-def _validate(model: str, runs: list[str], seeds: int, sets: list[str]) -> None:
+def _validate(model: str, runs: list[str], seeds: int, sets: list[str], keep: bool) -> None:
     cal, name = resolve_model(model)
+    if keep and name.startswith("shipped:"):
+        raise UserError("forecast validate --record: give the model's file path (the shipped "
+                        "model is installed with stacklens)")
     sizes = []
     for run in runs:
         rs = run_settings(RunStore(run))
@@ -106,10 +114,19 @@ def _validate(model: str, runs: list[str], seeds: int, sets: list[str]) -> None:
     what = runs[0] if len(runs) == 1 else f"median of {len(runs)} runs"
     typer.echo(f"model {name}; measured {what} ({base.servers} boots, {base.computes} computes, "
                f"concurrency {base.concurrency}); predicted: median of {seeds} seeds")
-    typer.echo(render(compare(pred, meas, spread if len(runs) > 1 else None,
-                              seed_spread(preds))))
+    rows = compare(pred, meas, spread if len(runs) > 1 else None, seed_spread(preds))
+    typer.echo(render(rows))
+    share = {c: k / n for c, (n, k) in beyond.items() if n}
     typer.echo("drawn beyond the calibrated load (all seeds): " + ", ".join(
-        f"{c} {k / n:.0%}" for c, (n, k) in sorted(beyond.items()) if n))
+        f"{c} {v:.0%}" for c, v in sorted(share.items())))
+    if keep:
+        at = datetime.now(UTC).isoformat(timespec="seconds")
+        rec = record(rows, {"computes": base.computes, "servers": base.servers,
+                            "concurrency": base.concurrency}, len(runs), seeds, share, at)
+        Path(model).write_text(json.dumps(replace(
+            cal, validations=(*cal.validations, rec)).to_json(), indent=1) + "\n",
+            encoding="utf-8")
+        err.print(f"forecast validate: recorded in {model}")
 
 
 def forecast(
@@ -147,6 +164,9 @@ def forecast(
                                "intervals, or utilisation (the storm's CPU shared by stage "
                                "time)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    keep: bool = typer.Option(False, "--record", help="validate: keep the validation in the "
+                              "MODEL file (its errors and scale; forecasts from it report "
+                              "them)."),
 ) -> None:
     """Simulate a boot storm in a model calibrated from real traces (SimPy), write it as a run
     folder that `stacklens report` reads; or calibrate / validate / list knobs."""
@@ -162,7 +182,7 @@ def forecast(
     if verb == "validate":
         if len(args) < 3:
             raise UserError("forecast validate MODEL RUN [RUN...]")
-        _validate(args[1], args[2:], seeds, sets)
+        _validate(args[1], args[2:], seeds, sets, keep)
         return
     if verb == "knobs":
         d = Knobs().as_dict()

@@ -147,7 +147,8 @@ __all__ = [
 #: (``compute_pre`` is then without them; older files read 0: the stage keeps them); 9: per
 #: stage the highest load of its samples (:attr:`~stacklens.forecast.dist.LoadDist.max_load`,
 #: what a forecast's draws beyond the calibration are counted against; older files read the
-#: highest bin's mean load).
+#: highest bin's mean load) and ``validations``, the recorded ``forecast validate --record``
+#: runs (older files read none).
 CALIBRATION_FORMAT_VERSION = 9
 
 #: nova's default spacing of ``update_available_resource`` (``update_resources_interval`` 0:
@@ -189,6 +190,12 @@ class Calibration:
     #: conductor calls between the compute's receipt of the build and its build phase (median
     #: per boot; format 8: ``compute_pre`` is then without them; older files read 0)
     pre_calls: int = 0
+    #: the model's recorded validations against measured runs (``forecast validate
+    #: --record``; format 9), oldest first: ``{at`` (ISO 8601 UTC), ``storm`` {computes,
+    #: servers, concurrency}, ``runs`` (count), ``seeds``, ``target_pct``, ``error_pct``
+    #: {metric: predicted vs measured median, %, or None}, ``beyond_calibration`` {component:
+    #: share 0..1 of its draws beyond the calibrated load}``}``
+    validations: tuple[dict[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document written by ``forecast calibrate``."""
@@ -206,6 +213,7 @@ class Calibration:
                 "pre_calls": self.pre_calls,
                 "attribution": {k: round(v, 4) for k, v in self.attribution.items()},
                 **({"cpu": self.cpu.to_json()} if self.cpu is not None else {}),
+                **({"validations": list(self.validations)} if self.validations else {}),
                 "stages": {k: v.to_json() for k, v in self.stages.items()}}
 
     @staticmethod
@@ -238,7 +246,8 @@ class Calibration:
                                knobs=dict(d.get("knobs") or {}),
                                measured=dict(d.get("measured") or {}),
                                provenance=dict(d.get("provenance") or {}),
-                               cpu=CpuModel.from_json(d["cpu"]) if d.get("cpu") else None)
+                               cpu=CpuModel.from_json(d["cpu"]) if d.get("cpu") else None,
+                               validations=tuple(dict(x) for x in d.get("validations") or ()))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise UserError(f"{where} is not a stacklens calibration model ({e})") from None
 

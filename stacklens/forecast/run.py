@@ -74,7 +74,8 @@ def forecast_run(cal: Calibration, knobs: Knobs, out: str | Path | None, model_n
         write_run(store, res, time.time_ns(), {
             "model": model_name, "knobs": knobs.as_dict(), "summary": s,
             "calibration": {"provenance": cal.provenance, "knobs": cal.knobs, "load": cal.load,
-                            "stage_load": dict(cal.stage_load)},
+                            "stage_load": dict(cal.stage_load),
+                            "validations": list(cal.validations)},
             "extrapolation": extrapolation(res)},
             cal.attribution)
     return res, s

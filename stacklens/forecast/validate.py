@@ -21,7 +21,11 @@ import polars as pl
 
 from stacklens.store import RunStore
 
-__all__ = ["COMPONENTS", "compare", "measured_metrics", "median_metrics", "render", "seed_spread"]
+__all__ = ["COMPONENTS", "TARGET_PCT", "compare", "measured_metrics", "median_metrics", "record",
+           "render", "seed_spread"]
+
+#: The error the validation holds a prediction to, % (issue 9: within 15 %).
+TARGET_PCT = 15.0
 
 #: Components compared (breakdown names, as measured runs have them).
 COMPONENTS = ("nova-api", "nova-conductor", "nova-scheduler", "placement-api", "nova-compute",
@@ -121,7 +125,22 @@ def compare(pred: dict[str, Any], meas: dict[str, Any],
     return rows
 
 
-def render(rows: list[dict[str, Any]], target_pct: float = 15.0) -> str:
+def record(rows: list[dict[str, Any]], storm: dict[str, int], runs: int, seeds: int,
+           beyond: dict[str, float], at: str) -> dict[str, Any]:
+    """One validation as a model records it (:attr:`~stacklens.forecast.calibrate.
+    Calibration.validations`): ``at`` (ISO 8601 UTC), ``storm`` (computes, servers,
+    concurrency of the measured runs), ``runs``, ``seeds``, ``target_pct``
+    (:data:`TARGET_PCT`), ``error_pct`` ({metric: :func:`compare`'s error, rounded to 0.1,
+    or None}) and ``beyond_calibration`` ({component: share 0..1 of the seeds' draws beyond
+    the calibrated load})."""
+    return {"at": at, "storm": dict(storm), "runs": runs, "seeds": seeds,
+            "target_pct": TARGET_PCT,
+            "error_pct": {r["metric"]: None if r["error_pct"] is None
+                          else round(r["error_pct"], 1) for r in rows},
+            "beyond_calibration": {c: round(v, 4) for c, v in sorted(beyond.items())}}
+
+
+def render(rows: list[dict[str, Any]], target_pct: float = TARGET_PCT) -> str:
     """A plain-text table of :func:`compare`'s rows, marking errors beyond ``target_pct``."""
     def f(v: Any) -> str:
         return "-" if v is None else f"{v:.2f}"
