@@ -13,7 +13,12 @@ from stacklens.analyze.forecast_notes import forecast_notes
 from stacklens.forecast.calibrate import load_model
 from stacklens.forecast.dist import LoadDist, fit
 from stacklens.forecast.model import simulate
-from stacklens.forecast.records import STAGE_COMPONENT, extrapolation
+from stacklens.forecast.records import (
+    STAGE_COMPONENT,
+    beyond_by_component,
+    extrapolation,
+    summary,
+)
 from stacklens.forecast.run import knobs_for, shipped_model
 
 
@@ -40,6 +45,11 @@ def _drawn(computes: int, servers: int, concurrency: int) -> dict[str, dict]:
         assert 0 <= e["beyond"] <= e["draws"]
         assert e["calibrated_load_max"] == cal.stages[stage].calibrated_max()
         assert (e["beyond"] > 0) == (e["load_max"] > e["calibrated_load_max"])
+    by = beyond_by_component(res)
+    for c, share in by.items():
+        mine = [e for e in ext.values() if e["component"] == c]
+        assert share == round(sum(e["beyond"] for e in mine) / sum(e["draws"] for e in mine), 4)
+    assert summary(res)["beyond_calibration"] == by
     return ext
 
 
@@ -121,6 +131,7 @@ def test_validate_record_keeps_the_validation_in_the_model(tmp_path: Path):
     runs = tmp_path / "runs"
     p = _cli("forecast", str(model), "-k", "4", "-n", "24", "-c", "12", "--out", str(runs))
     assert p.returncode == 0, p.stderr
+    assert "drawn beyond the calibrated load: " in p.stdout
     before = load_model(model).validations
     p = _cli("forecast", "validate", str(model), str(runs), "--seeds", "2", "--record")
     assert p.returncode == 0, p.stderr

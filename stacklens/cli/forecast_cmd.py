@@ -211,6 +211,10 @@ def forecast(
                    f"storm {f(s['duration_s'])} s simulated in {s['wall_s']:.2f} s")
         busiest = max(s["utilisation"].items(), key=lambda kv: kv[1])
         typer.echo(f"busiest: {busiest[0]} {busiest[1]:.0%}; top hosts {s['top_hosts']}")
+        far = {c: v for c, v in s["beyond_calibration"].items() if v > 0}
+        typer.echo("drawn beyond the calibrated load: " + (", ".join(
+            f"{c} {v:.0%}" for c, v in sorted(far.items(), key=lambda kv: -kv[1]))
+            if far else "none"))
     if out is not None:
         err.print(f"forecast: wrote {out} (stacklens report {out})")
     sys.stdout.flush()

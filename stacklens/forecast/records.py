@@ -10,8 +10,8 @@ from typing import Any
 
 from stacklens.forecast.knobs import Knobs
 
-__all__ = ["BootRecord", "DeleteRecord", "STAGE_COMPONENT", "SimResult", "extrapolation",
-           "summary"]
+__all__ = ["BootRecord", "DeleteRecord", "STAGE_COMPONENT", "SimResult", "beyond_by_component",
+           "extrapolation", "summary"]
 
 #: The component whose time (in the breakdown) each model stage mostly is: the stages of
 #: :data:`stacklens.forecast.calibrate.Calibration.stages` (the scheduler's also holds
@@ -90,6 +90,17 @@ class SimResult:
     drawn: dict[str, tuple[int, int, float, float]] = field(default_factory=dict)
 
 
+def beyond_by_component(res: SimResult) -> dict[str, float]:
+    """Per component (:data:`STAGE_COMPONENT`), the share (0..1) of its stages' draws in
+    ``res`` at a load beyond the highest its calibration measured."""
+    n: dict[str, list[int]] = {}
+    for stage, (draws, beyond, _, _) in res.drawn.items():
+        c = n.setdefault(STAGE_COMPONENT.get(stage, "unknown"), [0, 0])
+        c[0] += draws
+        c[1] += beyond
+    return {c: round(b / d, 4) for c, (d, b) in sorted(n.items()) if d}
+
+
 def extrapolation(res: SimResult) -> dict[str, dict[str, Any]]:
     """Per stage of ``res`` that drew a time, how far the storm went beyond the model's
     calibration: ``component`` (:data:`STAGE_COMPONENT`), ``draws``, ``beyond`` (draws at a
@@ -106,7 +117,8 @@ def extrapolation(res: SimResult) -> dict[str, dict[str, Any]]:
 def summary(res: SimResult) -> dict[str, Any]:
     """Headline numbers of a simulated storm: create p50/p95 (s, server side, successful
     boots), throughput (boots per minute, first start to last ACTIVE), outcome counts,
-    retries, boots per host (top 5) and resource utilisation."""
+    retries, boots per host (top 5), resource utilisation and, per component, the share of
+    its times drawn beyond the calibrated load (:func:`beyond_by_component`)."""
     done = [b for b in res.boots if b.outcome in ("success", "retried") and b.end_s is not None]
     durs = [b.end_s - b.start_s for b in done if b.end_s is not None]
     qs = statistics.quantiles(durs, n=20, method="inclusive") if len(durs) > 1 else durs * 19
@@ -124,4 +136,5 @@ def summary(res: SimResult) -> dict[str, Any]:
         "duration_s": res.duration_s,
         "top_hosts": sorted(res.placed, reverse=True)[:5],
         "utilisation": {k: round(v, 3) for k, v in res.busy.items()},
+        "beyond_calibration": beyond_by_component(res),
     }
