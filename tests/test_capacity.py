@@ -36,6 +36,10 @@ def test_capacity_finds_the_boundary_and_resumes(tmp_path: Path):
     assert ok[b["last_ok"]] and not ok[b["first_fail"]]
     for s in state["steps"]:  # every step's run is kept and is a run folder
         assert (out / s["run"] / "tables" / "traces.parquet").exists()
+    # the model says how much of the break it extrapolated (the shipped model: up to 20 in flight)
+    far = state["evidence"]["beyond_calibration_at_break"]
+    assert set(far) >= {"nova-api", "nova-conductor"} and all(0 <= v <= 1 for v in far.values())
+    assert ("beyond its calibrated load" in p.stdout) == any(v > 0 for v in far.values())
     n = len(state["steps"])
     # resume: the same command measures nothing again
     p = cli(*args)

@@ -145,6 +145,11 @@ def capacity(
     if top:
         typer.echo(f"saturated first: {ev['saturated_first']} (p50 {top['p50_first_s']:.2f} s "
                    f"at {vary}={first} -> {top['p50_at_break_s']:.2f} s at {b['first_fail']})")
+    far = {c: v for c, v in (ev.get("beyond_calibration_at_break") or {}).items() if v > 0}
+    if far:
+        typer.echo(f"at {vary}={b['first_fail']} the model drew times beyond its calibrated "
+                   "load (extrapolated): " + ", ".join(
+                       f"{c} {v:.0%}" for c, v in sorted(far.items(), key=lambda kv: -kv[1])))
     typer.echo(f"steps kept in {out} ({len(state['steps'])} runs; `stacklens report` each)")
 
 

@@ -13,6 +13,9 @@ back, not run again). Bounded: at most ``max_steps`` steps.
 Evidence of the boundary ("which component saturated first"): for each component of
 ``server.create``'s breakdown, the ratio of its p50 at the first failing step to its p50 at the
 first step; the component whose time grew the most (in seconds) is named, with those numbers.
+For forecast steps, also the model's utilisation and, per component, the share of its times
+drawn beyond the calibrated load at the first failing step (``beyond_calibration_at_break``):
+a boundary found where the model extrapolates is the model's estimate, not a measurement's.
 """
 
 from __future__ import annotations
@@ -99,10 +102,12 @@ def _evidence(first: dict[str, Any], broke: dict[str, Any]) -> dict[str, Any]:
     return {"saturated_first": rows[0]["component"] if rows else None, "components": rows}
 
 
-def _utilisation(run: Path) -> dict[str, float] | None:
-    """The model's resource utilisation of a forecast step (None for a measured run)."""
+def _simulated(run: Path, key: str) -> dict[str, float] | None:
+    """``key`` of a forecast step's summary (:func:`stacklens.forecast.records.summary`:
+    ``utilisation``, the model's resources; ``beyond_calibration``, per component the share of
+    times drawn beyond the calibrated load); None for a measured run."""
     fc = RunStore(run).manifest().get("forecast") or {}
-    u = (fc.get("summary") or {}).get("utilisation")
+    u = (fc.get("summary") or {}).get(key)
     return dict(u) if isinstance(u, dict) else None
 
 
@@ -182,7 +187,11 @@ def search(out: Path, vary: str, sla: Sla, step: Callable[[int, Path], None], st
     if hi is not None:
         state["evidence"] = _evidence(steps[0]["metrics"], done[hi]["metrics"])
         if state["evidence"]["saturated_first"] is not None:
-            state["evidence"]["utilisation_at_break"] = _utilisation(out / done[hi]["run"])
+            state["evidence"]["utilisation_at_break"] = _simulated(out / done[hi]["run"],
+                                                                   "utilisation")
+        # a boundary found where the model extrapolates is the model's, not a measurement's
+        state["evidence"]["beyond_calibration_at_break"] = _simulated(
+            out / done[hi]["run"], "beyond_calibration")
     else:
         state["evidence"] = None
     _save(out, state)
