@@ -93,8 +93,8 @@ def _validated(v: dict[str, Any]) -> dict[str, Any]:
     storm = ", ".join(f"{k} {n}" for k, n in (v.get("storm") or {}).items())
     target = float(v.get("target_pct") or 15.0)
     errs = {m: e for m, e in (v.get("error_pct") or {}).items() if isinstance(e, (int, float))}
-    within = ", ".join(f"{m} {e:+.0f}%" for m, e in errs.items() if abs(e) <= target)
-    beyond = ", ".join(f"{m} {e:+.0f}%" for m, e in errs.items() if abs(e) > target)
+    within = ", ".join(f"{m} {round(e):+d}%" for m, e in errs.items() if abs(e) <= target)
+    beyond = ", ".join(f"{m} {round(e):+d}%" for m, e in errs.items() if abs(e) > target)
     n = v.get("runs", "?")
     text = (f"forecast: its model was validated against {n} measured run{'' if n == 1 else 's'} of "
             f"{storm} ({v.get('seeds', '?')} seeds, {str(v.get('at', '?'))[:10]}): within "
