@@ -149,6 +149,14 @@ def test_validate_record_keeps_the_validation_in_the_model(tmp_path: Path):
     notes = forecast_notes(man)
     assert any("validated against 1 measured run of computes 4, servers 24" in n["text"]
                for n in notes)
+    # a validation of the model with knobs set says so
+    p = _cli("forecast", "validate", str(model), str(runs), "--seeds", "1", "--record",
+             "--set", "saturation=false")
+    assert p.returncode == 0, p.stderr
+    last = load_model(model).validations[-1]
+    assert last["set"] == ["saturation=false"] and rec["set"] == []
+    text = forecast_notes({"forecast": {"calibration": {"validations": [last]}}})[0]["text"]
+    assert "with --set saturation=false" in text
     # the shipped model is installed with stacklens: not written
     p = _cli("forecast", "validate", "lab-2025.1", str(runs), "--seeds", "1", "--record")
     assert p.returncode == 1 and "file path" in p.stderr

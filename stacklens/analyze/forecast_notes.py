@@ -96,8 +96,10 @@ def _validated(v: dict[str, Any]) -> dict[str, Any]:
     within = ", ".join(f"{m} {round(e):+d}%" for m, e in errs.items() if abs(e) <= target)
     beyond = ", ".join(f"{m} {round(e):+d}%" for m, e in errs.items() if abs(e) > target)
     n = v.get("runs", "?")
+    sets = " ".join(f"--set {x}" for x in v.get("set") or [])
     text = (f"forecast: its model was validated against {n} measured run{'' if n == 1 else 's'} of "
-            f"{storm} ({v.get('seeds', '?')} seeds, {str(v.get('at', '?'))[:10]}): within "
+            f"{storm} ({v.get('seeds', '?')} seeds, {str(v.get('at', '?'))[:10]}"
+            + (f", with {sets}" if sets else "") + "): within "
             f"{target:g}%: {within or 'none'}" + (f"; beyond: {beyond}" if beyond else ""))
     return {"rule": "forecast", "severity": "warning" if beyond else "info", "text": text,
             "evidence": v}

@@ -36,7 +36,7 @@ from stacklens.forecast.attribution import fit_attribution
 from stacklens.forecast.calibrate import calibrate, run_settings
 from stacklens.forecast.cpufit import fit_stretch
 from stacklens.forecast.knobs import KNOB_HELP, Knobs, parse_sets
-from stacklens.forecast.records import extrapolation
+from stacklens.forecast.records import beyond_by_component
 from stacklens.forecast.run import forecast_run, knobs_for, resolve_model
 from stacklens.forecast.tables import SIMULATED, to_tables
 from stacklens.forecast.validate import (
@@ -100,13 +100,11 @@ def _validate(model: str, runs: list[str], seeds: int, sets: list[str], keep: bo
                      poll_interval_s=poll)
     base = parse_sets(sets, base)
     preds = []
-    beyond: dict[str, list[int]] = {}  # per component: draws, of them beyond the calibration
+    results = []
     with tempfile.TemporaryDirectory(prefix="stacklens-validate-") as tmp:
         for s in range(1, seeds + 1):
             res, _ = forecast_run(cal, base.replace(seed=s), None, name)
-            for e in extrapolation(res).values():
-                b = beyond.setdefault(e["component"], [0, 0])
-                b[0], b[1] = b[0] + e["draws"], b[1] + e["beyond"]
+            results.append(res)
             st = RunStore(Path(tmp) / str(s))
             st.write(to_tables(res, 0, cal.attribution))  # metrics through the same tables as measured runs
             preds.append(measured_metrics(st.path, concurrency))
@@ -116,13 +114,14 @@ def _validate(model: str, runs: list[str], seeds: int, sets: list[str], keep: bo
                f"concurrency {base.concurrency}); predicted: median of {seeds} seeds")
     rows = compare(pred, meas, spread if len(runs) > 1 else None, seed_spread(preds))
     typer.echo(render(rows))
-    share = {c: k / n for c, (n, k) in beyond.items() if n}
+    share = beyond_by_component(*results)
     typer.echo("drawn beyond the calibrated load (all seeds): " + ", ".join(
         f"{c} {v:.0%}" for c, v in sorted(share.items())))
     if keep:
         at = datetime.now(UTC).isoformat(timespec="seconds")
         rec = record(rows, {"computes": base.computes, "servers": base.servers,
-                            "concurrency": base.concurrency}, len(runs), seeds, share, at)
+                            "concurrency": base.concurrency}, len(runs), seeds, share, at,
+                     sets)
         Path(model).write_text(json.dumps(replace(
             cal, validations=(*cal.validations, rec)).to_json(), indent=1) + "\n",
             encoding="utf-8")

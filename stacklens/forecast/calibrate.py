@@ -194,7 +194,8 @@ class Calibration:
     #: --record``; format 9), oldest first: ``{at`` (ISO 8601 UTC), ``storm`` {computes,
     #: servers, concurrency}, ``runs`` (count), ``seeds``, ``target_pct``, ``error_pct``
     #: {metric: predicted vs measured median, %, or None}, ``beyond_calibration`` {component:
-    #: share 0..1 of its draws beyond the calibrated load}``}``
+    #: share 0..1 of its draws beyond the calibrated load}, ``set`` [knob=value overrides]``}``
+    #: (:func:`stacklens.forecast.validate.record`)
     validations: tuple[dict[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:

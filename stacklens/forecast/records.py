@@ -90,11 +90,12 @@ class SimResult:
     drawn: dict[str, tuple[int, int, float, float]] = field(default_factory=dict)
 
 
-def beyond_by_component(res: SimResult) -> dict[str, float]:
+def beyond_by_component(*results: SimResult) -> dict[str, float]:
     """Per component (:data:`STAGE_COMPONENT`), the share (0..1) of its stages' draws in
-    ``res`` at a load beyond the highest its calibration measured."""
+    ``results`` (pooled: one storm, or the seeds of a validation) at a load beyond the highest
+    its calibration measured."""
     n: dict[str, list[int]] = {}
-    for stage, (draws, beyond, _, _) in res.drawn.items():
+    for stage, (draws, beyond, _, _) in ((s, d) for r in results for s, d in r.drawn.items()):
         c = n.setdefault(STAGE_COMPONENT.get(stage, "unknown"), [0, 0])
         c[0] += draws
         c[1] += beyond

@@ -126,14 +126,15 @@ def compare(pred: dict[str, Any], meas: dict[str, Any],
 
 
 def record(rows: list[dict[str, Any]], storm: dict[str, int], runs: int, seeds: int,
-           beyond: dict[str, float], at: str) -> dict[str, Any]:
+           beyond: dict[str, float], at: str, sets: list[str] | None = None) -> dict[str, Any]:
     """One validation as a model records it (:attr:`~stacklens.forecast.calibrate.
     Calibration.validations`): ``at`` (ISO 8601 UTC), ``storm`` (computes, servers,
     concurrency of the measured runs), ``runs``, ``seeds``, ``target_pct``
     (:data:`TARGET_PCT`), ``error_pct`` ({metric: :func:`compare`'s error, rounded to 0.1,
-    or None}) and ``beyond_calibration`` ({component: share 0..1 of the seeds' draws beyond
-    the calibrated load})."""
-    return {"at": at, "storm": dict(storm), "runs": runs, "seeds": seeds,
+    or None}), ``beyond_calibration`` ({component: share 0..1 of the seeds' draws beyond
+    the calibrated load}) and ``set`` (the ``knob=value`` overrides the model ran with, [] for
+    the model as it is)."""
+    return {"at": at, "storm": dict(storm), "runs": runs, "seeds": seeds, "set": list(sets or []),
             "target_pct": TARGET_PCT,
             "error_pct": {r["metric"]: None if r["error_pct"] is None
                           else round(r["error_pct"], 1) for r in rows},
