@@ -5,8 +5,8 @@ are extrapolations. The manifest's ``forecast`` section (:func:`stacklens.foreca
 forecast_run`) holds the storm's knobs, the calibration's knobs (the storm the model was
 measured on) and, per model stage, how many of its times were drawn at a load above the
 highest of its calibration samples (``extrapolation``:
-:func:`stacklens.forecast.records.extrapolation`). Two findings come from them (rule
-``forecast``):
+:func:`stacklens.forecast.records.extrapolation`) and the model's recorded validations.
+Three kinds of finding come from them (rule ``forecast``):
 
 - **scale**: the storm's computes, servers and concurrency against the calibration's, with
   the ratios; ``warning`` when one is more than 2x (:data:`VALIDATED_RATIO`, the step the
