@@ -88,13 +88,17 @@ def test_extrapolation_note_lists_components_by_share():
 
     man = {"forecast": {"extrapolation": {
         "conductor": e("nova-conductor", 100, 90), "to_compute": e("nova-conductor", 100, 70),
-        "api": e("nova-api", 100, 20), "build": e("nova-compute", 100, 4)}}}
+        "api": e("nova-api", 100, 20), "build": e("nova-compute", 100, 4)},
+        # the per-component shares of those stages, as the summary gives them
+        "summary": {"beyond_calibration": {"nova-conductor": 0.8, "nova-api": 0.2,
+                                           "nova-compute": 0.04}}}}
     (n,) = forecast_notes(man)
     assert n["severity"] == "warning"
     assert n["text"].index("nova-conductor 80%") < n["text"].index("nova-api 20%")
     assert "nova-compute" not in n["text"]  # 4 %: under the listed share
     assert n["evidence"]["components"]["nova-compute"] == 0.04
     man["forecast"]["extrapolation"] = {"build": e("nova-compute", 100, 4)}
+    man["forecast"]["summary"] = {"beyond_calibration": {"nova-compute": 0.04}}
     (n,) = forecast_notes(man)
     assert n["severity"] == "info" and "at most 4% beyond" in n["text"]
 

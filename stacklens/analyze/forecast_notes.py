@@ -76,8 +76,9 @@ def forecast_notes(manifest: dict[str, Any]) -> list[dict[str, Any]]:
                                  "storm": {k: knobs[k] for k in ratios},
                                  "calibration": {k: cal[k] for k in ratios}}})
     ext = fc.get("extrapolation")
-    if isinstance(ext, dict) and ext:
-        out.append(_extrapolated(ext))
+    share = (fc.get("summary") or {}).get("beyond_calibration")
+    if isinstance(ext, dict) and ext and isinstance(share, dict):
+        out.append(_extrapolated(ext, share))
     vals = (fc.get("calibration") or {}).get("validations")
     if isinstance(vals, list):
         out += [_validated(v) for v in vals[-_VALIDATIONS:] if isinstance(v, dict)]
@@ -105,27 +106,24 @@ def _validated(v: dict[str, Any]) -> dict[str, Any]:
             "evidence": v}
 
 
-def _extrapolated(ext: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The extrapolation finding of a forecast section's ``extrapolation`` (module docstring)."""
-    by: dict[str, list[int]] = {}
+def _extrapolated(ext: dict[str, dict[str, Any]], share: dict[str, float]) -> dict[str, Any]:
+    """The extrapolation finding (module docstring) of a forecast section's per-stage
+    ``extrapolation`` and its summary's per-component ``beyond_calibration`` (``share``,
+    :func:`stacklens.forecast.records.beyond_by_component`)."""
     stages: dict[str, list[str]] = {}
     for stage, e in ext.items():
-        c = str(e.get("component", "unknown"))
-        n = by.setdefault(c, [0, 0])
-        n[0] += int(e.get("draws", 0))
-        n[1] += int(e.get("beyond", 0))
         if e.get("beyond"):
-            stages.setdefault(c, []).append(stage)
-    share = {c: k / n for c, (n, k) in by.items() if n}
+            stages.setdefault(str(e.get("component", "unknown")), []).append(stage)
     listed = sorted((c for c, s in share.items() if s >= _LISTED), key=lambda c: -share[c])
-    evidence = {"components": {c: round(s, 4) for c, s in share.items()}, "stages": ext}
+    evidence = {"components": share, "stages": ext}
     if not listed:
         top = max(share.values(), default=0.0)
         return {"rule": "forecast", "severity": "info",
                 "text": "forecast: every component's times were drawn within the loads its "
                         "calibration measured" + (f" (at most {top:.0%} beyond)" if top else ""),
                 "evidence": evidence}
-    parts = ", ".join(f"{c} {share[c]:.0%} ({', '.join(sorted(stages[c]))})" for c in listed)
+    parts = ", ".join(f"{c} {share[c]:.0%} ({', '.join(sorted(stages.get(c, [])))})"
+                      for c in listed)
     return {"rule": "forecast", "severity": "warning",
             "text": "forecast: times drawn beyond the highest load the model's calibration "
                     f"measured (extrapolated, not measured): {parts}",
