@@ -11,8 +11,9 @@ Three kinds of finding come from them (rule ``forecast``):
 - **scale**: the storm's computes, servers and concurrency against the calibration's, with
   the ratios; ``warning`` when one is more than 2x (:data:`VALIDATED_RATIO`, the step the
   shipped model was validated over: its provenance's ``validated``), else ``info``.
-- **extrapolated**: per component (the stages' :data:`~stacklens.forecast.records.
-  STAGE_COMPONENT`), the share of its stages' draws beyond the calibrated load, for the
+- **extrapolated**: per component (the summary's ``beyond_calibration``: its stages' draws,
+  :data:`~stacklens.forecast.records.STAGE_COMPONENT`), the share beyond the calibrated load
+  (the stages that had such draws named), for the
   components with 5 % or more, as a ``warning``: a p95 is the top 5 % of a component's
   times, the ones drawn at the highest loads. Under 5 % everywhere gives one ``info`` note.
   A model calibrated before format 9 counts against its highest bin's mean load (more draws
