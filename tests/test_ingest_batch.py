@@ -19,7 +19,7 @@ MITAKA = DATA / "oslo-logs" / "devstack-mitaka-kyuhwi"
 
 def test_batch_setting(monkeypatch):
     monkeypatch.delenv("STACKLENS_INGEST_BATCH_MIB", raising=False)
-    assert batch_bytes_setting() == 64 << 20
+    assert batch_bytes_setting() == 32 << 20
     monkeypatch.setenv("STACKLENS_INGEST_BATCH_MIB", " 8 ")
     assert batch_bytes_setting() == 8 << 20
     for bad in ("0", "-3", "1.5", "lots"):

@@ -47,7 +47,7 @@ EventSink = Callable[[pl.DataFrame], None]
 _SAMPLE_LINES = 400
 #: default of ``STACKLENS_INGEST_BATCH_MIB``: files are tokenized together up to about this many
 #: bytes of log text per batch
-_BATCH_MIB = 64
+_BATCH_MIB = 32
 _SAMPLE_LINE_CHARS = 4_096
 _SAMPLE_HEAD_BYTES = 256 << 10
 #: per host without ``--tz`` (ingest_stats ``timezone_assumption``)
@@ -63,11 +63,13 @@ TIMEZONE_ASSUMPTION = (
 
 def batch_bytes_setting() -> int:
     """Bytes of log text per tokenized batch: ``STACKLENS_INGEST_BATCH_MIB`` (MiB, an integer
-    >= 1; default 64). Peak memory of a streaming ingest is about ``(workers + 3)`` batches
+    >= 1; default 32). Peak memory of a streaming ingest is about ``(workers + 3)`` batches
     (read, tokenized, waiting for the sink's thread and being written) times ~3 (text, Arrow
     columns, Parquet pages) plus the largest file read whole (files are not split), whatever the
-    input size: measured peak RSS of ``stacklens ingest`` on 2 cores ~1.0 GiB at 1, 5 and 10 M
-    lines with the default (1.15-1.26 GiB at 10 M since the sink has its own thread).
+    input size. Measured on 2 cores, ``stacklens ingest`` of the 10 M-line bench corpus, three
+    runs each: 32 MiB 4.25-4.30 s, 1.16-1.24 s system CPU, peak RSS 1.04-1.12 GB; 64 MiB (the
+    default until session 32) 4.52-5.51 s, 1.65-2.74 s system CPU, 1.23-1.35 GB (fresh pages
+    for bigger batches: page faults); 16 MiB 4.41-4.47 s, 0.90-0.94 GB.
     Raises :class:`~stacklens.errors.UserError` for a value that is not a positive integer."""
     return positive_int("STACKLENS_INGEST_BATCH_MIB", _BATCH_MIB, unit="MiB") << 20
 
