@@ -51,6 +51,7 @@ def test_gated_facts_on_a_sparse_synthetic_batch():
         "received reply msg_id: 0123456789abcdef0123456789abcdef",
         'Lock "compute_resources" acquired by "nova.compute.x" :: waited 1.250s',
         "Request (ServersTest:test_x): 202 POST http://10.0.0.1:8774/v2.1/servers 1.301s",
+        "GET http://10.0.0.1:8776/v2/p/volumes",
         "http://10.0.0.1:8776/v2/p/volumes returned with HTTP 200",
     ]
     messages = plain[:20] + facts + plain[20:] + [None]
@@ -68,3 +69,7 @@ def test_gated_facts_on_a_sparse_synthetic_batch():
     got = add_facts(ev)
     assert got.filter(pl.col("rpc_id").is_not_null()).height == 2
     assert got["took_s"].drop_nulls().to_list() == [12.3]
+    # cinder's start and end lines pair (file b.log has no access line): method and duration
+    ended = got.filter(pl.col("message").str.ends_with("returned with HTTP 200"))
+    assert ended.select("http_method", "http_path", "http_status", "http_dur_s").row(0) == (
+        "GET", "/v2/p/volumes", 200, 1.0)
