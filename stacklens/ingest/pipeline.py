@@ -66,10 +66,10 @@ def batch_bytes_setting() -> int:
     >= 1; default 32). Peak memory of a streaming ingest is about ``(workers + 3)`` batches
     (read, tokenized, waiting for the sink's thread and being written) times ~3 (text, Arrow
     columns, Parquet pages) plus the largest file read whole (files are not split), whatever the
-    input size. Measured on 2 cores, ``stacklens ingest`` of the 10 M-line bench corpus, three
-    runs each: 32 MiB 4.25-4.30 s, 1.16-1.24 s system CPU, peak RSS 1.04-1.12 GB; 64 MiB (the
-    default until session 32) 4.52-5.51 s, 1.65-2.74 s system CPU, 1.23-1.35 GB (fresh pages
-    for bigger batches: page faults); 16 MiB 4.41-4.47 s, 0.90-0.94 GB.
+    input size. Measured on 2 cores, ``stacklens ingest`` of the 10 M-line bench corpus, five
+    pairs in turn: 32 MiB against 64 MiB (the default until session 32) the same wall (ratio
+    0.997) and CPU, peak RSS 998 against 1,331 MiB (fewer fresh pages in flight); 16 MiB
+    0.90-0.94 GB but 3-4 % slower (more per-batch work).
     Raises :class:`~stacklens.errors.UserError` for a value that is not a positive integer."""
     return positive_int("STACKLENS_INGEST_BATCH_MIB", _BATCH_MIB, unit="MiB") << 20
 
