@@ -173,6 +173,38 @@ def test_journald_devstack_unit_program_names(tmp_path):
     )
 
 
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_journald_lines_of_other_programs_are_not_continuations(tmp_path, monkeypatch, native):
+    """A prefixed line whose body is not an oslo header (uwsgi's request log line, written by
+    the same unit and pid; a kernel line) is an entry of its own: quarantined as
+    ``merged_other`` with its line number, not appended to the record above; an unprefixed
+    indented line (a multi-line entry's rest, as journalctl prints it) still continues."""
+    monkeypatch.setenv("STACKLENS_NATIVE", native)
+    unit = "train devstack@placement-api.service[1234]:"
+    uwsgi = (  # uwsgi core/logging.c uwsgi_logit_simple's format
+        "[pid: 1234|app: 0|req: 7/19] 10.0.0.1 () {58 vars in 1091 bytes} "
+        "[Thu Apr  4 20:48:22 2019] GET /placement/resource_providers => generated 512 bytes "
+        "in 50 msecs (HTTP/1.1 200) 6 headers in 233 bytes (1 switches on core 0)"
+    )
+    text = (
+        f"Apr 04 20:48:22.100000 {unit} INFO placement.requestlog [{R} admin admin] "
+        f"10.0.0.1 \"GET /placement/resource_providers\" status: 200 len: 512 microversion: 1.39\n"
+        f"Apr 04 20:48:22.150000 {unit} {uwsgi}\n"
+        "Apr 04 20:48:22.160000 train kernel: [ 1234.567890] device tap0 entered promiscuous mode\n"
+        f"Apr 04 20:48:23.000000 {unit} ERROR placement.handler [{R} admin admin] boom\n"
+        "                                 second line of the same entry\n"
+    )
+    res, path = ingest_text(tmp_path, "journal.txt", text, year=2019)
+    assert fmt_of(res, path) == "syslog"
+    a, b = rows(res)
+    assert (a["line_no"], a["http_status"], a["continuation"]) == (1, 200, None)
+    assert (b["line_no"], b["message"]) == (4, "boom")
+    assert b["continuation"] == "                                 second line of the same entry"
+    q = res.quarantine.sort("line_no")
+    assert q.select("line_no", "reason").rows() == [(2, "merged_other"), (3, "merged_other")]
+    assert "=> generated 512 bytes in 50 msecs" in q["raw"][0]
+
+
 def test_loghub_source_file_prefix(tmp_path):
     text = (
         f"nova-api.log.1.2017-05-16_13:53:08 2017-05-16 00:00:00.008 25746 INFO "

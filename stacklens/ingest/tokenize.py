@@ -15,8 +15,8 @@ logger: :func:`~stacklens.ingest.assembly.traceback_lines`). Every following non
 a *continuation* of the record above it (tracebacks, multi-line headers), except: lines before
 the first header (``before_first_record``: shell-trace preambles of devstack screen logs are
 counted as ``shell_trace``), devstack shell-trace lines between records, lines with binary bytes,
-and in os-log-merger output the entries of other programs and their extra lines
-(``merged_other``), which are quarantined with file and line number. Timestamps whose year is
+and in os-log-merger and syslog/journald output the entries of other programs and their extra
+lines (``merged_other``), which are quarantined with file and line number. Timestamps whose year is
 outside :data:`~stacklens.ingest.fields.TS_YEARS` are unreadable (``bad_timestamp``); files
 without timestamps (format ``oslo_nots``) give records with ``ts_ns`` null in file order, counted as ``no_timestamp``.
 
@@ -256,8 +256,8 @@ _NOTS_DETAIL = (
     "they group by request id but give no durations or cross-host order"
 )
 _Q_DETAIL = {
-    "merged_other": "lines of other programs merged in by os-log-merger (not oslo records), "
-    "kept in the quarantine table",
+    "merged_other": "lines of other programs, not oslo records (os-log-merger entries; syslog or "
+    "journald entries such as uwsgi's request lines or the kernel's), kept in the quarantine table",
 }
 
 
@@ -398,7 +398,8 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
         lossy=raw.str.contains("\ufffd", literal=True),
         is_header=(raw.str.contains(header_rx) & ~raw.str.contains(trace_rx)).fill_null(False),
     )
-    cand_idx = df.get_column("is_header").arg_true()
+    header_line = df.get_column("is_header")  # before the traceback rule folds some
+    cand_idx = header_line.arg_true()
     if cand_idx.len():
         tb = _traceback_lines(df[cand_idx].select("raw", "fidx"), fmt)
         if tb.any():
@@ -407,9 +408,10 @@ def _tokenize_polars(chunks: list[FileChunk], fmt: LineFormat) -> TokenizeResult
             )
     foreign = pl.lit(False)
     if fmt.other is not None:
-        # old releases' TRACE lines are full oslo lines too: they stay continuations
+        # old releases' TRACE lines are full oslo lines too, and so are the header lines the
+        # traceback rule folded: they stay continuations
         foreign = (
-            ~pl.col("is_header") & raw.str.contains(fmt.other) & ~raw.str.contains(trace_rx)
+            ~header_line & raw.str.contains(fmt.other) & ~raw.str.contains(trace_rx)
         ).fill_null(False)
     opens = pl.col("is_header") | pl.col("foreign") | (pl.col("line_no") == 1)
     df = df.with_columns(foreign=foreign).with_columns(

@@ -73,6 +73,8 @@ impl Rx {
                 counts[2] += 1;
             }
             let mut cand = self.is_header(s);
+            // a header folded into a traceback below is never another program's entry
+            let header_line = cand;
             if cand {
                 let this = (line_start, line_start + line.len());
                 let mut link = None;
@@ -128,8 +130,9 @@ impl Rx {
                 continue;
             }
             let binary = self.has_binary(s);
-            // an os-log-merger entry of another program (not an old TRACE line)
-            let foreign = self.other.as_ref().is_some_and(|o| o.is_match(s)) && !self.trace.is_match(s);
+            // another program's entry (os-log-merger, syslog): not an old TRACE line, nor a
+            // header line the traceback rule folded
+            let foreign = !header_line && self.other.as_ref().is_some_and(|o| o.is_match(s)) && !self.trace.is_match(s);
             if foreign {
                 self.finish(&mut cur, &mut out.ev);
                 cur = Cur::Foreign;
