@@ -157,6 +157,22 @@ def test_lines_without_timestamps():
     assert [s for s in res.stats if s[1] == "no_timestamp"][0][3] == 3
 
 
+def test_merged_modern_traceback_stays_with_its_record():
+    """os-log-merger output of a Kilo+ traceback (every line a full oslo line, each merged as an
+    entry ``<time> [ALIAS] <rest>``): the traceback rule folds them into the error record on
+    both paths; before session 32 they matched the merger's other-program mark and were
+    quarantined as ``merged_other``, the record losing its traceback."""
+    lines = record("2025-03-01 10:00:00.200", 77, "ERROR", "nova.api.openstack.wsgi",
+                   "Unexpected exception", ctx=R, exc="plain", prefix="modern")
+    lines += record("2025-03-01 10:00:00.300", 77, "INFO", "nova.api", "later", ctx=R)
+    merged = [f"{ln[:23]}000 [NAPI] {ln[24:]}" for ln in lines]
+    res = tok(merged, "oslo_merged")
+    assert res.events.select("message", "n_lines").rows() == [
+        ("Unexpected exception", len(lines) - 1), ("later", 1)]
+    assert "Timed out waiting for a reply" in res.events.get_column("continuation")[0]
+    assert res.quarantine.height == 0
+
+
 @pytest.mark.parametrize("fmt", ["oslo", "oslo_merged", "oslo_prefixed"])
 def test_timestamps_outside_ns_range(fmt):
     """Years outside 1970..2199 (fields.TS_YEARS: any two times' difference fits INT64), month
