@@ -157,16 +157,27 @@ def test_lines_without_timestamps():
     assert [s for s in res.stats if s[1] == "no_timestamp"][0][3] == 3
 
 
-def test_merged_modern_traceback_stays_with_its_record():
-    """os-log-merger output of a Kilo+ traceback (every line a full oslo line, each merged as an
-    entry ``<time> [ALIAS] <rest>``): the traceback rule folds them into the error record on
-    both paths; before session 32 they matched the merger's other-program mark and were
-    quarantined as ``merged_other``, the record losing its traceback."""
+_WRAP = {  # each wrapper's form of one oslo line ``YYYY-MM-DD HH:MM:SS.mmm <rest>``
+    "oslo": lambda ln: ln,
+    "oslo_merged": lambda ln: f"{ln[:23]}000 [NAPI] {ln[24:]}",  # os-log-merger's entry
+    "oslo_prefixed": lambda ln: "nova-api.log.1.2017-05-16_13:53:08 " + ln,  # loghub
+    "syslog": lambda ln: "Mar  1 10:00:00 ctl nova-api[77]: " + ln,  # rsyslog, oslo time
+}
+
+
+@pytest.mark.parametrize("fmt", list(_WRAP))
+@pytest.mark.parametrize("prefix", ["modern", "trace", "ctx"])
+@pytest.mark.parametrize("exc", ["plain", "chain"])
+def test_traceback_styles_in_every_wrapper(fmt, prefix, exc):
+    """Every traceback style (Kilo+ ``ERROR`` prefix, Juno ``TRACE``, a prefix with the
+    context) inside every wrapper stays with its record on both paths, nothing quarantined.
+    Before session 32 the os-log-merger form of the ``ERROR``-prefixed styles matched the
+    merger's other-program mark and was quarantined as ``merged_other``, the error record
+    losing its traceback (4 of these 24 cases)."""
     lines = record("2025-03-01 10:00:00.200", 77, "ERROR", "nova.api.openstack.wsgi",
-                   "Unexpected exception", ctx=R, exc="plain", prefix="modern")
+                   "Unexpected exception", ctx=R, exc=exc, prefix=prefix)
     lines += record("2025-03-01 10:00:00.300", 77, "INFO", "nova.api", "later", ctx=R)
-    merged = [f"{ln[:23]}000 [NAPI] {ln[24:]}" for ln in lines]
-    res = tok(merged, "oslo_merged")
+    res = tok([_WRAP[fmt](ln) for ln in lines], fmt)
     assert res.events.select("message", "n_lines").rows() == [
         ("Unexpected exception", len(lines) - 1), ("later", 1)]
     assert "Timed out waiting for a reply" in res.events.get_column("continuation")[0]
