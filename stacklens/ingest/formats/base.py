@@ -82,9 +82,10 @@ class LineFormat:
     file's year when the line has none; ``none``: null). ``service_from``: the prefix column that
     names the service per line (None: the file name does), mapped by ``service_name``.
     ``per_line_host``: the line names its host (column ``host``). ``other``: on a line that is
-    not a header, the mark of another program's entry (os-log-merger's, a syslog prefix): it and
-    its extra lines are quarantined as ``merged_other``, never a record's continuation. ``native``: the native
-    tokenizer handles this format (else the Polars path runs).
+    not a header (nor a header the traceback rule folded), the mark of another program's entry
+    (os-log-merger's, a syslog prefix): it and its extra lines are quarantined as
+    ``merged_other``, never a record's continuation. ``native``: the native tokenizer handles
+    this format (else the Polars path runs).
     """
 
     name: str
