@@ -17,17 +17,21 @@ line and its unprefixed extra lines are kept apart, in quarantine as ``merged_ot
 
 from __future__ import annotations
 
+import re
+
 from stacklens.ingest.formats.base import DATE, TAIL, LineFormat, Prefix
 from stacklens.ingest.names import service_from_name
 
 _MON_DAY = r"^[A-Z][a-z]{2} +\d+ "
-#: a syslog/journald prefix: on a line that is not a header, another program's entry (module doc)
-OTHER = r"^[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? [\w.\-]+ [\w.@\-]+(?:\[\d+\])?: "
+#: the syslog/journald prefix ``Mon DD HH:MM:SS[.us] host prog[pid]: ``, its fields named
+_PREFIX = (r"^(?P<sysdate>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)?) (?P<host>[\w.\-]+) "
+           r"(?P<prog>[\w.@\-]+)(?:\[(?P<spid>\d+)\])?: ")
+#: the same prefix on a line that is not a header: another program's entry (module doc)
+OTHER = re.sub(r"\(\?P<\w+>", "(?:", _PREFIX)
 
 FORMAT = LineFormat(
     name="syslog",
-    header=r"^(?P<sysdate>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)?) (?P<host>[\w.\-]+) "
-    r"(?P<prog>[\w.@\-]+)(?:\[(?P<spid>\d+)\])?: (?:" + DATE + " )?" + TAIL,
+    header=_PREFIX + "(?:" + DATE + " )?" + TAIL,
     trace=r" \d+ TRACE [\w.]+ ",
     tb_line=r"^[A-Z][a-z]{2} +\d+ \S+ (?P<k>\S+ [^\s:\[]+(?:\[\d+\])?: "
     r"(?:\d{4}-\d{2}-\d{2} \S+ )?(?:\d+ )?)(?P<lvl>[A-Z]+) (?P<lg>\S+)(?P<rest>.*)$",
