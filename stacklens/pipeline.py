@@ -25,17 +25,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from stacklens.analyze.build import build_report
-from stacklens.analyze.mining import mine_store, mine_store_errors, mine_store_failed
 from stacklens.ingest.names import NameMap
 from stacklens.ingest.pipeline import ingest
 from stacklens.ingest.tokenize import native_wanted
 from stacklens.manifest import IngestSection, ReportSection, TraceSection
-from stacklens.report.html import render_html
-from stacklens.report.json_out import render_json
 from stacklens.schema import TABLES
 from stacklens.store import RunStore, TableWriter
-from stacklens.trace.bounded import iter_traces_bounded
+
+# The trace, mining and report stages' modules are imported in the steps that run them: an
+# ingest alone does not need them, and they were ~0.2 s of its start (session 33).
 
 __all__ = [
     "IngestOptions",
@@ -126,6 +124,8 @@ def trace_step(store: RunStore, on_progress: OnProgress | None = None,
     (``iter_traces_bounded``).
     Raises :class:`~stacklens.errors.StoreError` before ingest,
     :class:`~stacklens.errors.UserError` on a bad memory setting."""
+    from stacklens.trace.bounded import iter_traces_bounded
+
     t0 = time.perf_counter()
     events = store.parquet_path("events")  # StoreError before ingest
     # every column but the continuation text, the largest, which no trace rule reads
@@ -167,6 +167,8 @@ def mine_step(store: RunStore) -> int:
     """Mine error templates (Drain3) over the store's ERROR/CRITICAL records and failed
     traces: writes ``templates`` and ``error_templates``; returns the number of templates.
     Raises :class:`~stacklens.errors.StoreError` before trace."""
+    from stacklens.analyze.mining import mine_store
+
     tables = mine_store(store)
     return int(tables["templates"].height)
 
@@ -184,6 +186,8 @@ def trace_and_mine_step(store: RunStore, on_progress: OnProgress | None = None
     peak (the clock frame and its rules), and mining's first pass held ~440 MiB at 100 M lines
     (5 s), most of it kept until the second pass. Raises what the two steps raise (the trace
     stage's error first)."""
+    from stacklens.analyze.mining import mine_store_errors, mine_store_failed
+
     with ThreadPoolExecutor(1, thread_name_prefix="stacklens-mine") as pool:
         errors: list[Future[Any]] = []
 
@@ -207,6 +211,10 @@ def report_step(store: RunStore, html: bool = True) -> dict[str, Any]:
     (and the self-contained ``report.html``) into the run folder; returns the report dict
     (:mod:`stacklens.analyze.build`). A run folder from before template mining was its own
     step gets it here first. Raises :class:`~stacklens.errors.StoreError` before trace."""
+    from stacklens.analyze.build import build_report
+    from stacklens.report.html import render_html
+    from stacklens.report.json_out import render_json
+
     if not store.has("error_templates"):
         mine_step(store)
     report = build_report(store)

@@ -14,7 +14,6 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from stacklens.advise import write_config_findings
 from stacklens.manifest import IngestSection, TraceSection
 from stacklens.pipeline import (
     IngestOptions,
@@ -24,9 +23,10 @@ from stacklens.pipeline import (
     report_step,
     trace_and_mine_step,
 )
-from stacklens.report.json_out import render_json
-from stacklens.report.terminal import render_terminal
 from stacklens.store import RunStore
+
+# config advice and the report renderers are imported where used: an ingest or trace alone
+# does not need them (~0.1 s of each start, session 33)
 
 __all__ = [
     "FORCE",
@@ -107,6 +107,8 @@ def analyze_store(store: RunStore, paths: Sequence[str], opts: IngestOptions,
         print_ingest(ing)
     tr = trace_and_mine_step(store)
     if (store.path / "config").is_dir():  # the cloud's config files a run kept: config advice
+        from stacklens.advise import write_config_findings
+
         write_config_findings(store.path)
     if not quiet:
         print_trace(tr)
@@ -115,6 +117,9 @@ def analyze_store(store: RunStore, paths: Sequence[str], opts: IngestOptions,
 
 def print_report(report: dict[str, Any], run: Path, as_json: bool) -> None:
     """The report as JSON on stdout, or the terminal summary (and where the HTML is)."""
+    from stacklens.report.json_out import render_json
+    from stacklens.report.terminal import render_terminal
+
     if as_json:
         sys.stdout.write(render_json(report) + "\n")
         return
