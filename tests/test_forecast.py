@@ -101,6 +101,32 @@ def test_seed_spread_shows_a_bimodal_burst():
     assert 39.0 <= lo <= hi <= 40.0  # never beyond the seeds (40 of 40 at most)
 
 
+def test_render_separates_a_miss_from_the_runs_spread():
+    from stacklens.forecast.validate import (
+        compare,
+        median_confidence,
+        median_metrics,
+        record,
+        render,
+    )
+
+    assert median_confidence(1) is None
+    assert median_confidence(5) == pytest.approx(0.9375)  # P(min < median < max), 5 runs
+    runs = [{"c": v, "b": w} for v, w in [(4.68, 1.65), (9.45, 1.79), (8.05, 1.66),
+                                          (8.41, 1.67), (5.18, 1.70)]]
+    meas, spread = median_metrics(runs)
+    rows = compare({"c": 4.84, "b": 1.40}, meas, spread)
+    text = render(rows, runs=5)
+    c_line, b_line = text.splitlines()[1:3]
+    assert c_line.endswith("> target")  # -40 %, but inside 4.68..9.45
+    assert b_line.endswith("> target, outside range")  # -16 % and below 1.65
+    assert "5 runs, a 93.8% confidence interval of their median" in text
+    assert "confidence" not in render(rows)  # no run count, no claim
+    assert "outside range" not in render(compare({"c": 4.84}, {"c": 8.05}))  # no range
+    rec = record(rows, {"computes": 8}, 5, 40, {}, "2026-12-07T06:00:00+00:00")
+    assert rec["outside_range"] == ["b"]
+
+
 def test_burst_on_one_host_counts_the_first_creates(sim_run: Path):
     from stacklens.forecast.validate import measured_metrics
 

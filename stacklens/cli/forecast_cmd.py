@@ -113,7 +113,7 @@ def _validate(model: str, runs: list[str], seeds: int, sets: list[str], keep: bo
     typer.echo(f"model {name}; measured {what} ({base.servers} boots, {base.computes} computes, "
                f"concurrency {base.concurrency}); predicted: median of {seeds} seeds")
     rows = compare(pred, meas, spread if len(runs) > 1 else None, seed_spread(preds))
-    typer.echo(render(rows))
+    typer.echo(render(rows, runs=len(runs)))
     share = beyond_by_component(*results)
     typer.echo("drawn beyond the calibrated load (all seeds): " + ", ".join(
         f"{c} {v:.0%}" for c, v in sorted(share.items())))

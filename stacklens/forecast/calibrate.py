@@ -194,7 +194,9 @@ class Calibration:
     #: --record``; format 9), oldest first: ``{at`` (ISO 8601 UTC), ``storm`` {computes,
     #: servers, concurrency}, ``runs`` (count), ``seeds``, ``target_pct``, ``error_pct``
     #: {metric: predicted vs measured median, %, or None}, ``beyond_calibration`` {component:
-    #: share 0..1 of its draws beyond the calibrated load}, ``set`` [knob=value overrides]``}``
+    #: share 0..1 of its draws beyond the calibrated load}, ``outside_range`` [metrics whose
+    #: prediction lies outside the measured runs' range; older records lack it], ``set``
+    #: [knob=value overrides]``}``
     #: (:func:`stacklens.forecast.validate.record`)
     validations: tuple[dict[str, Any], ...] = ()
 

@@ -8,7 +8,12 @@ the last create's end) and, given the storm's concurrency, ``burst_on_one_host``
 cloud whose hosts' rows are rewritten only at each claim piles onto the first host (the stale
 view, field notes section 4); how many do sets the busiest host's queue of claims, so p95 and
 throughput. :func:`compare` puts two such dicts side by side with the relative error
-``(predicted - measured) / measured`` in percent.
+``(predicted - measured) / measured`` in percent. Over ``n`` repeated runs the measured
+range ``(min, max)`` is a distribution-free confidence interval of the runs' median with
+coverage ``1 - 2 * 0.5**n`` (order statistics: David and Nagaraja, *Order Statistics*, 3rd ed.
+2003, section 7.1; 93.75 % for five runs): :func:`render` marks a prediction outside it, which
+differs from the lab's median at that confidence, apart from one inside it, which the runs'
+own spread does not separate from the median.
 """
 
 from __future__ import annotations
@@ -21,8 +26,8 @@ import polars as pl
 
 from stacklens.store import RunStore
 
-__all__ = ["COMPONENTS", "TARGET_PCT", "compare", "measured_metrics", "median_metrics", "record",
-           "render", "seed_spread"]
+__all__ = ["COMPONENTS", "TARGET_PCT", "compare", "measured_metrics", "median_confidence",
+           "median_metrics", "record", "render", "seed_spread"]
 
 #: The error the validation holds a prediction to, % (issue 9: within 15 %).
 TARGET_PCT = 15.0
@@ -83,6 +88,13 @@ def median_metrics(runs: list[dict[str, float | None]]
     return med, rng
 
 
+def median_confidence(n: int) -> float | None:
+    """Coverage (0..1) of the range of ``n`` independent runs as a confidence interval of
+    their distribution's median, ``1 - 2 * 0.5**n`` for a continuous distribution (order
+    statistics, module docstring); None for fewer than two runs."""
+    return 1.0 - 2.0 * 0.5 ** n if n >= 2 else None
+
+
 def _by_metric(runs: list[dict[str, float | None]]) -> dict[str, list[float]]:
     """Per metric of the first run's: the runs' values, sorted, None left out."""
     return {k: sorted(v for r in runs if (v := r.get(k)) is not None)
@@ -132,17 +144,30 @@ def record(rows: list[dict[str, Any]], storm: dict[str, int], runs: int, seeds: 
     concurrency of the measured runs), ``runs``, ``seeds``, ``target_pct``
     (:data:`TARGET_PCT`), ``error_pct`` ({metric: :func:`compare`'s error, rounded to 0.1,
     or None}), ``beyond_calibration`` ({component: share 0..1 of the seeds' draws beyond
-    the calibrated load}) and ``set`` (the ``knob=value`` overrides the model ran with, [] for
-    the model as it is)."""
+    the calibrated load}), ``outside_range`` (the metrics whose prediction lies outside the
+    measured runs' range, sorted; [] without a range) and ``set`` (the ``knob=value``
+    overrides the model ran with, [] for the model as it is)."""
     return {"at": at, "storm": dict(storm), "runs": runs, "seeds": seeds, "set": list(sets or []),
             "target_pct": TARGET_PCT,
             "error_pct": {r["metric"]: None if r["error_pct"] is None
                           else round(r["error_pct"], 1) for r in rows},
-            "beyond_calibration": {c: round(v, 4) for c, v in sorted(beyond.items())}}
+            "beyond_calibration": {c: round(v, 4) for c, v in sorted(beyond.items())},
+            "outside_range": sorted(r["metric"] for r in rows if _outside(r))}
 
 
-def render(rows: list[dict[str, Any]], target_pct: float = TARGET_PCT) -> str:
-    """A plain-text table of :func:`compare`'s rows, marking errors beyond ``target_pct``."""
+def _outside(row: dict[str, Any]) -> bool:
+    """Whether a :func:`compare` row's prediction lies outside its measured range (False
+    without a range or a prediction)."""
+    p, lo, hi = row["predicted"], row.get("measured_min"), row.get("measured_max")
+    return p is not None and lo is not None and hi is not None and not lo <= p <= hi
+
+
+def render(rows: list[dict[str, Any]], target_pct: float = TARGET_PCT,
+           runs: int | None = None) -> str:
+    """A plain-text table of :func:`compare`'s rows, marking errors beyond ``target_pct``
+    and, with a measured range, a prediction outside it (``outside range``); with ``runs``
+    (the number of measured runs), a last line gives the range's confidence as an interval
+    of the median (:func:`median_confidence`)."""
     def f(v: Any) -> str:
         return "-" if v is None else f"{v:.2f}"
     def span(r: dict[str, Any], lo: str, hi: str, on: bool) -> str:
@@ -158,8 +183,15 @@ def render(rows: list[dict[str, Any]], target_pct: float = TARGET_PCT) -> str:
     for r in rows:
         e = r["error_pct"]
         mark = "" if e is None or abs(e) <= target_pct else "  > target"
+        if _outside(r):
+            mark += ", outside range" if mark else "  outside range"
         lines.append(f"{r['metric']:<32}{f(r['predicted']):>11}{f(r['measured']):>11}"
                      f"{('-' if e is None else f'{e:+.0f}%'):>9}"
                      f"{span(r, 'measured_min', 'measured_max', ranged)}"
                      f"{span(r, 'predicted_p10', 'predicted_p90', seeded)}{mark}")
+    conf = median_confidence(runs) if ranged and runs else None
+    if conf is not None:
+        lines.append(f"measured range: min..max of {runs} runs, a {conf:.1%} confidence interval "
+                     "of their median (order statistics); a prediction outside it differs from "
+                     "the median at that confidence")
     return "\n".join(lines)
