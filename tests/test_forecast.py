@@ -124,7 +124,17 @@ def test_render_separates_a_miss_from_the_runs_spread():
     assert "confidence" not in render(rows)  # no run count, no claim
     assert "outside range" not in render(compare({"c": 4.84}, {"c": 8.05}))  # no range
     rec = record(rows, {"computes": 8}, 5, 40, {}, "2026-12-07T06:00:00+00:00")
-    assert rec["outside_range"] == ["b"]
+    assert rec["outside_range"] == ["b"] and rec["range_confidence"] == 0.9375
+    assert record(rows, {}, 1, 40, {}, "x")["range_confidence"] is None  # one run: no interval
+    from stacklens.analyze.forecast_notes import forecast_notes
+
+    (note,) = forecast_notes({"forecast": {"calibration": {"validations": [rec]}}})
+    assert note["severity"] == "warning" and note["text"].endswith(
+        "beyond: c -40%, b -16%; outside the measured runs' range (a 93.8% confidence "
+        "interval of their median): b")
+    old = {k: x for k, x in rec.items() if k not in ("outside_range", "range_confidence")}
+    (note,) = forecast_notes({"forecast": {"calibration": {"validations": [old]}}})
+    assert "outside" not in note["text"]  # a record from before session 34
 
 
 def test_burst_on_one_host_counts_the_first_creates(sim_run: Path):

@@ -20,8 +20,11 @@ Three kinds of finding come from them (rule ``forecast``):
   counted beyond than there were).
 - **validated**: each of the model's recorded validations (``calibration.validations``,
   ``stacklens forecast validate --record``; the last :data:`_VALIDATIONS`): the measured
-  storm and every metric's error, the ones beyond the validation's target listed apart;
-  ``warning`` when there are such, else ``info``. A model without any says so (``info``).
+  storm and every metric's error, the ones beyond the validation's target listed apart, and
+  the metrics whose prediction lies outside the measured runs' range (``outside_range``, with
+  the range's ``range_confidence`` as an interval of the runs' median; records before session
+  34 lack both); ``warning`` when there are such, else ``info``. A model without any says so
+  (``info``).
 
 The load is the model's load index (``calibration.load``, per stage ``stage_load``): boots in
 flight, not hosts, so a storm can stay within the calibrated load on more hosts; what the
@@ -103,7 +106,14 @@ def _validated(v: dict[str, Any]) -> dict[str, Any]:
             f"{storm} ({v.get('seeds', '?')} seeds, {str(v.get('at', '?'))[:10]}"
             + (f", with {sets}" if sets else "") + "): within "
             f"{target:g}%: {within or 'none'}" + (f"; beyond: {beyond}" if beyond else ""))
-    return {"rule": "forecast", "severity": "warning" if beyond else "info", "text": text,
+    outside = [str(m) for m in v.get("outside_range") or []]
+    conf = v.get("range_confidence")
+    if outside:
+        text += ("; outside the measured runs' range" + (
+            f" (a {conf:.1%} confidence interval of their median)"
+            if isinstance(conf, (int, float)) else "") + ": " + ", ".join(outside))
+    return {"rule": "forecast", "severity": "warning" if beyond or outside else "info",
+            "text": text,
             "evidence": v}
 
 

@@ -195,8 +195,9 @@ class Calibration:
     #: servers, concurrency}, ``runs`` (count), ``seeds``, ``target_pct``, ``error_pct``
     #: {metric: predicted vs measured median, %, or None}, ``beyond_calibration`` {component:
     #: share 0..1 of its draws beyond the calibrated load}, ``outside_range`` [metrics whose
-    #: prediction lies outside the measured runs' range; older records lack it], ``set``
-    #: [knob=value overrides]``}``
+    #: prediction lies outside the measured runs' range], ``range_confidence`` (that range as
+    #: a confidence interval of the runs' median, 0..1, or None; older records lack both),
+    #: ``set`` [knob=value overrides]``}``
     #: (:func:`stacklens.forecast.validate.record`)
     validations: tuple[dict[str, Any], ...] = ()
 

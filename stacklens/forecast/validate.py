@@ -145,14 +145,17 @@ def record(rows: list[dict[str, Any]], storm: dict[str, int], runs: int, seeds: 
     (:data:`TARGET_PCT`), ``error_pct`` ({metric: :func:`compare`'s error, rounded to 0.1,
     or None}), ``beyond_calibration`` ({component: share 0..1 of the seeds' draws beyond
     the calibrated load}), ``outside_range`` (the metrics whose prediction lies outside the
-    measured runs' range, sorted; [] without a range) and ``set`` (the ``knob=value``
-    overrides the model ran with, [] for the model as it is)."""
+    measured runs' range, sorted; [] without a range), ``range_confidence`` (that range's
+    coverage as a confidence interval of the runs' median, :func:`median_confidence`, rounded
+    to 0.0001; None for one run) and ``set`` (the ``knob=value`` overrides the model ran with,
+    [] for the model as it is)."""
     return {"at": at, "storm": dict(storm), "runs": runs, "seeds": seeds, "set": list(sets or []),
             "target_pct": TARGET_PCT,
             "error_pct": {r["metric"]: None if r["error_pct"] is None
                           else round(r["error_pct"], 1) for r in rows},
             "beyond_calibration": {c: round(v, 4) for c, v in sorted(beyond.items())},
-            "outside_range": sorted(r["metric"] for r in rows if _outside(r))}
+            "outside_range": sorted(r["metric"] for r in rows if _outside(r)),
+            "range_confidence": None if (c := median_confidence(runs)) is None else round(c, 4)}
 
 
 def _outside(row: dict[str, Any]) -> bool:
