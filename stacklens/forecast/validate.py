@@ -13,7 +13,9 @@ range ``(min, max)`` is a distribution-free confidence interval of the runs' med
 coverage ``1 - 2 * 0.5**n`` (order statistics: David and Nagaraja, *Order Statistics*, 3rd ed.
 2003, section 7.1; 93.75 % for five runs): :func:`render` marks a prediction outside it, which
 differs from the lab's median at that confidence, apart from one inside it, which the runs'
-own spread does not separate from the median.
+own spread does not separate from the median. The coverage holds for runs drawn alike and
+independently; a machine that drifts during a campaign (session 34's runs: later rounds
+slower at both sizes) breaks that, and its range then mixes the machine's states.
 """
 
 from __future__ import annotations
