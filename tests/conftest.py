@@ -40,22 +40,6 @@ def devstack_run(tmp_path_factory):
     return store, report
 
 
-@pytest.fixture(scope="session")
-def shipped_sim_run(tmp_path_factory) -> Path:
-    """A forecast's run folder (the shipped model, 4 computes, 24 boots), to calibrate from."""
-    from stacklens.forecast.calibrate import load_model
-    from stacklens.forecast.run import forecast_run, knobs_for, shipped_model
-    from stacklens.forecast.tables import to_tables
-    from stacklens.store import RunStore
-
-    cal = load_model(shipped_model())
-    res, _ = forecast_run(cal, knobs_for(cal, computes=4, servers=24, concurrency=12), None,
-                          "shipped")
-    st = RunStore(tmp_path_factory.mktemp("fc") / "run")
-    st.write(to_tables(res, 0, cal.attribution))
-    return st.path
-
-
 #: The fake compute API, a test double run as a script (see tests/doubles).
 FAKE_NOVA = Path(__file__).parent / "doubles" / "fake_nova.py"
 

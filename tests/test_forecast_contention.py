@@ -13,7 +13,7 @@ import pytest
 from stacklens.forecast.calibrate import Calibration, calibrate
 from stacklens.forecast.dist import LoadDist, fit
 from stacklens.forecast.model import simulate
-from stacklens.forecast.run import knobs_for
+from stacklens.forecast.run import knobs_for, shipped_model
 from stacklens.forecast.samples import CONTROLLER_STAGES, run_samples
 from stacklens.store import RunStore
 
@@ -48,25 +48,40 @@ def test_contention_is_the_ratio_of_the_work_in_flight():
     assert d.contention(40.0, 5.0) == pytest.approx(45.0 / 45.0)
 
 
-def test_calibration_keeps_builds_for_controller_stages_only(shipped_sim_run: Path):
-    samples = run_samples(RunStore(shipped_sim_run))["samples"]
+@pytest.fixture(scope="module")
+def sim_run(tmp_path_factory) -> Path:
+    """A forecast's run folder (the shipped model, 4 computes, 24 boots), to calibrate from."""
+    from stacklens.forecast.calibrate import load_model
+    from stacklens.forecast.run import forecast_run
+    from stacklens.forecast.tables import to_tables
+
+    cal = load_model(shipped_model())
+    res, _ = forecast_run(cal, knobs_for(cal, computes=4, servers=24, concurrency=12), None,
+                          "shipped")
+    st = RunStore(tmp_path_factory.mktemp("fc") / "run")
+    st.write(to_tables(res, 0, cal.attribution))
+    return st.path
+
+
+def test_calibration_keeps_builds_for_controller_stages_only(sim_run: Path):
+    samples = run_samples(RunStore(sim_run))["samples"]
     # deletes while boots build (a simulated run has no conductor call spans)
     assert any(p[3] > 0 for p in samples["delete_api"])
-    cal = calibrate([shipped_sim_run])
+    cal = calibrate([sim_run])
     for stage, d in cal.stages.items():
         if stage in CONTROLLER_STAGES and sum(d.n):  # measured (not a constant stand-in)
             assert len(d.building) == len(d.qs), stage
         else:
             assert d.building == (), stage
     # a stage drawn at ``work`` already counts the builds: not scaled again
-    per = calibrate([shipped_sim_run], stage_load={"api": "work"})
+    per = calibrate([sim_run], stage_load={"api": "work"})
     assert per.stages["api"].building == () and per.stages["scheduler"].building
     back = Calibration.from_json(json.loads(json.dumps(cal.to_json())))
     assert back.stages["api"].building == pytest.approx(cal.stages["api"].building, abs=1e-3)
 
 
-def test_more_builds_than_calibrated_slow_the_controller(shipped_sim_run: Path):
-    cal = calibrate([shipped_sim_run])
+def test_more_builds_than_calibrated_slow_the_controller(sim_run: Path):
+    cal = calibrate([sim_run])
     # as if the calibration had seen no builds at all: every build in flight in the model is
     # more work than calibrated, so the controller's stages can only slow down
     none = dataclasses.replace(cal, stages={

@@ -150,9 +150,8 @@ def forecast(
     load: str = typer.Option("pipeline", "--load", help="calibrate: load index of the bins: "
                              "pipeline (creates between the API and a compute), work "
                              "(pipeline and the builds in their build phase), client "
-                             "(slots in use), active (slots minus boots queued at a compute), "
-                             "server (creates in flight) or conductor (the conductor's calls "
-                             "and casts in progress)."),
+                             "(slots in use), active (slots minus boots queued at a compute) "
+                             "or server (creates in flight)."),
     stage_load: list[str] = typer.Option([], "--stage-load", help="calibrate: STAGE=INDEX, "
                                          "that stage's load index instead of --load "
                                          "(repeatable; e.g. conductor_call=work)."),

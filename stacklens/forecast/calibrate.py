@@ -78,15 +78,6 @@ the conductor's stages collapse onto one curve of ``work`` at both sizes (its po
 work 1.2 / 0.7 s and 1.3 / 2.1 s in the same ``work`` bins at K and 2K, against 3.2 / 4.5 s
 and 2.4 / 6.0 s in the same ``pipeline`` bins), which ``pipeline`` does not: ``stage_load``
 (``--stage-load STAGE=INDEX``) draws chosen stages at another index than the model's.
-``conductor``: the conductor's own jobs in progress, its ``call conductor`` spans (every
-trace's) and each first-attempt boot's ``conductor`` and ``to_compute`` stages: a
-conductor process serves its calls and casts as greenthreads sharing one CPU, so a call slows
-with them (processor sharing, Kleinrock 1967). On the lab runs of 2026-12-07 (five at K=4,
-C=20, five at 2K, 2C) the conductor's calls took 21 / 48 / 96 / 152 / 234 ms at 1 / 2 / 3-4 /
-5-8 / 9-16 calls in flight, and 2K ran 3,090 of them at 5-16 against 464 at K; drawing
-``conductor_call`` and ``conductor`` at this index moved the 2x prediction's nova-conductor
-from -40 % to -35 % and nova-compute from +16 % to +33 % (bench/README.md): opt-in, not the
-shipped model's.
 Contention (format 7): for the controller's stages (:data:`~stacklens.forecast.samples.
 CONTROLLER_STAGES`) drawn at an index other than ``work``, each load bin keeps the mean number
 of builds in flight at its samples' starts; the model multiplies a drawn time by ``(load +
@@ -331,7 +322,7 @@ def _fit_cpu(demand: str, rows: RegressionRows, cpu_s: dict[str, float],
 
 
 #: The load indices a calibration may bin its stage times by (module docstring).
-LOAD_INDICES = ("pipeline", "work", "client", "active", "server", "conductor")
+LOAD_INDICES = ("pipeline", "work", "client", "active", "server")
 
 
 def _unseen(cm: CpuModel, host_cpu_s: float | None, cpu_s: dict[str, float],

@@ -104,11 +104,6 @@ class Cloud:
         self.waiting = 0  # boots queued for a build slot or a compute_resources lock
         self.building = 0  # boots in their build phase (a build slot taken, not yet done) and
         #                    not waiting for the compute_resources lock: the ``work`` index
-        #: the ``conductor`` load index: the conductor's jobs in flight, those whose end is
-        #: not known ahead (a boot's ``conductor`` and ``to_compute`` stages, a call on the
-        #: shared CPU) and the calls' ends (heap, s)
-        self.at_conductor = 0
-        self.call_ends: list[float] = []
         self.sched_rr = 0
         self.open_work = k.servers  # boots and delete cleanups not ended (periodic stops at 0)
         self.all_ended = env.event()
@@ -148,17 +143,7 @@ class Cloud:
             return self.pipeline + self.building
         if index == "active":
             return max(0, self.client_in_flight - self.waiting)
-        if index == "conductor":
-            return self.conductor_jobs()
         return self.in_flight
-
-    def conductor_jobs(self) -> int:
-        """The ``conductor`` load index now: the conductor's calls whose reply is not yet sent
-        and the boots in their ``conductor`` or ``to_compute`` stage (what the calibration
-        counts: :mod:`stacklens.forecast.calibrate`)."""
-        while self.call_ends and self.call_ends[0] <= self.env.now:
-            heapq.heappop(self.call_ends)
-        return self.at_conductor + len(self.call_ends)
 
     def _count(self, stage: str, d: LoadDist, load: float) -> None:
         """Count one time of ``stage`` drawn at ``load`` in :attr:`drawn`."""
@@ -307,12 +292,8 @@ class Cloud:
         """One RPC call of nova-compute to the conductor (``conductor_call`` on a conductor
         worker) and the caller's wait for its reply; returns (conductor s, waited s)."""
         c0 = self.env.now
-        self.at_conductor += 1  # the call itself is in flight when its time is drawn
         if self.cpu is not None:
-            try:
-                yield from self.work(self.conductor, "nova-conductor", "conductor_call")
-            finally:
-                self.at_conductor -= 1
+            yield from self.work(self.conductor, "nova-conductor", "conductor_call")
             c = self.env.now - c0
             w = yield from self.reply_wait(c0)
             return c, w
@@ -320,8 +301,6 @@ class Cloud:
         # benchmark: one event a call)
         start, total = self.queued("nova-conductor", "conductor_call")
         reply_at = start + total
-        self.at_conductor -= 1
-        heapq.heappush(self.call_ends, reply_at)
         end = self.resumes_at(c0, reply_at)
         yield self.env.timeout(end - c0)
         return reply_at - c0, end - reply_at

@@ -201,11 +201,7 @@ class _Cloud(Cloud):
         st["between components"] = st.get("between components", 0.0) + hop
         while True:
             t0 = env.now
-            self.at_conductor += 1  # the ``conductor`` load index
-            try:
-                q = yield from self.work(self.conductor, "nova-conductor", "conductor")
-            finally:
-                self.at_conductor -= 1
+            q = yield from self.work(self.conductor, "nova-conductor", "conductor")
             st["nova-conductor"] = st.get("nova-conductor", 0.0) + env.now - t0 - q
             st["between components"] += q
             t0 += q
@@ -255,11 +251,7 @@ class _Cloud(Cloud):
             # schedule_and_build_instances) and the cast: its idle-cloud part is RPC transit
             # ('between components'), the load-dependent rest is the conductor waiting for a
             # CPU while it logs that work (nova-conductor in a measured trace's breakdown)
-            self.at_conductor += 1
-            try:
-                hop = yield from self.spend("to_compute")
-            finally:
-                self.at_conductor -= 1
+            hop = yield from self.spend("to_compute")
             idle = min(hop, self.low["to_compute"])
             st["between components"] += idle
             st["nova-conductor"] = st.get("nova-conductor", 0.0) + hop - idle

@@ -297,16 +297,6 @@ def run_samples(store: RunStore, load: str = "pipeline",
                            & pl.col("request_id").is_in(built["trace_id"].implode()))
             waits += [(t - int(w * 1e9), t)
                       for t, w in lw.select("ts_ns", "lock_waited_s").rows()]
-        if index == "conductor":  # the conductor's RPC work: its calls, and per boot the
-            # cast's work before select_destinations and after it (to the compute's receipt)
-            cs = d.filter(pl.col("nova-conductor_s").is_not_null()
-                          & pl.col("nova-scheduler_s").is_not_null())
-            post = d.filter(pl.col("nova-scheduler_e").is_not_null()
-                            & pl.col("nova-compute_s").is_not_null())
-            starts = (calls_all["start_ns"].to_list() + cs["nova-conductor_s"].to_list()
-                      + post["nova-scheduler_e"].to_list())
-            ends = (calls_all["end_ns"].to_list() + cs["nova-scheduler_s"].to_list()
-                    + post["nova-compute_s"].to_list())
         if index == "active":  # queued at a compute, not working
             lw = ev.filter(pl.col("lock_waited_s") > 0)
             waits += [(t - int(w * 1e9), t)
