@@ -106,6 +106,7 @@ def test_render_separates_a_miss_from_the_runs_spread():
         compare,
         median_confidence,
         median_metrics,
+        median_rank,
         record,
         render,
     )
@@ -132,6 +133,15 @@ def test_render_separates_a_miss_from_the_runs_spread():
     assert note["severity"] == "warning" and note["text"].endswith(
         "beyond: c -40%, b -16%; outside the measured runs' range (a 93.8% confidence "
         "interval of their median): b")
+    # ten runs: the 2nd lowest..2nd highest, at 1 - 2 * 11 / 1024
+    assert median_rank(10) == (2, pytest.approx(0.978515625))
+    assert [median_rank(n)[0] for n in (2, 5, 8, 9, 12, 15)] == [1, 1, 1, 2, 3, 4]
+    ten = [{"c": float(v)} for v in (9, 1, 5, 3, 7, 2, 8, 4, 10, 6)]
+    med10, spread10 = median_metrics(ten)
+    assert med10["c"] == 5.5 and spread10["c"] == (2.0, 9.0)
+    text10 = render(compare({"c": 1.5}, med10, spread10), runs=10)
+    assert "outside range" in text10.splitlines()[1]  # 1.5 is below the 2nd lowest
+    assert "the 2nd lowest..2nd highest of 10 runs, a 97.9% confidence" in text10
     old = {k: x for k, x in rec.items() if k not in ("outside_range", "range_confidence")}
     (note,) = forecast_notes({"forecast": {"calibration": {"validations": [old]}}})
     assert "outside" not in note["text"]  # a record from before session 34
