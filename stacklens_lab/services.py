@@ -3,7 +3,13 @@
 Each process is started in a session of its own (so a Ctrl-C at the terminal does not reach it
 and the CLI may exit while it runs) with stdout and stderr in ``run/<name>.out``. Its PID file
 ``run/<name>.pid`` records the PID *and* its start time: a PID that was reused by some other
-program after a crash is never signalled. Stopping sends SIGTERM to the process group and to every
+program after a crash is never signalled. The start time is kept as seconds since boot
+(``since_boot_s``, the kernel's ``starttime`` in ``/proc/PID/stat``, which never changes): the
+wall-clock form that psutil returns adds the boot time, which the kernel derives from the wall
+clock in whole seconds (``btime``, proc(5)), so it can step by 1 s while a lab runs on a machine
+whose clock is slewed, and a lab stopped after such a step would leave its services running
+(2026-12-07: mariadb, rabbitmq and epmd of one lab, started before the step, outlived
+``lab down --purge``). Stopping sends SIGTERM to the process group and to every
 descendant found at that moment (Erlang's helpers leave the group), waits a bounded time, then
 SIGKILLs what is left. Every wait here is bounded in count and in time.
 """
@@ -35,6 +41,7 @@ __all__ = [
     "port_open",
     "process_status",
     "service_pids",
+    "since_boot_s",
     "start",
     "stop",
     "tail",
@@ -77,18 +84,31 @@ def start(spec: ProcSpec, run: Path) -> int:
             list(spec.argv), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             env=env, start_new_session=True, close_fds=True,
         )
-    ct = psutil.Process(proc.pid).create_time()
-    rec = {"pid": proc.pid, "create_time": ct, "argv": list(spec.argv)}
+    p = psutil.Process(proc.pid)
+    rec = {"pid": proc.pid, "create_time": p.create_time(), "since_boot_s": since_boot_s(p),
+           "argv": list(spec.argv)}
     _pidfile(run, spec.name).write_text(json.dumps(rec) + "\n")
     return proc.pid
 
 
+def since_boot_s(p: psutil.Process) -> float:
+    """When ``p`` started, in seconds since the machine booted: its wall-clock start time less
+    the boot time, both read now, so a step of the kernel's ``btime`` cancels (module
+    docstring). Raises ``psutil.Error`` when the process is gone."""
+    return p.create_time() - psutil.boot_time()
+
+
 def _process(run: Path, name: str) -> psutil.Process | None:
-    """The live process behind ``run/<name>.pid``, or None (gone, zombie, or PID reused)."""
+    """The live process behind ``run/<name>.pid``, or None (gone, zombie, or PID reused).
+    A PID file without ``since_boot_s`` (written before 2026-12-07) is matched on its
+    wall-clock start time within 1.5 s, which a ``btime`` step of 1 s stays inside."""
     try:
         rec = json.loads(_pidfile(run, name).read_text())
         p = psutil.Process(rec["pid"])
-        if abs(p.create_time() - rec["create_time"]) > 0.05:
+        if "since_boot_s" in rec:
+            if abs(since_boot_s(p) - float(rec["since_boot_s"])) > 0.05:
+                return None
+        elif abs(p.create_time() - rec["create_time"]) > 1.5:
             return None
         if p.status() == psutil.STATUS_ZOMBIE:
             return None
@@ -111,14 +131,15 @@ def names(run: Path) -> list[str]:
 
 
 def lab_pids(run: Path) -> set[tuple[int, float]]:
-    """``(pid, create_time)`` of every live process the lab started, descendants included."""
+    """``(pid, start s since boot)`` of every live process the lab started, descendants
+    included (:func:`since_boot_s`)."""
     out = set()
     for n in names(run):
         p = _process(run, n)
         for q in _tree(p) if p else []:
             try:
                 if q.status() != psutil.STATUS_ZOMBIE:
-                    out.add((q.pid, q.create_time()))
+                    out.add((q.pid, since_boot_s(q)))
             except psutil.Error:
                 pass
     return out

@@ -114,7 +114,7 @@ def test_lab_boots_servers_and_stacklens_traces_them(lab):
     from stacklens.ingest.pipeline import ingest
     from stacklens.trace import build_traces
     from stacklens_lab.client import Api
-    from stacklens_lab.services import lab_pids
+    from stacklens_lab.services import lab_pids, since_boot_s
 
     root, ports = lab
     st = json.loads(_cli("status", "--dir", str(root), "--json").stdout)
@@ -138,7 +138,7 @@ def test_lab_boots_servers_and_stacklens_traces_them(lab):
     for pid, ct in started:
         try:
             p = psutil.Process(pid)
-            if abs(p.create_time() - ct) < 0.05 and p.status() != psutil.STATUS_ZOMBIE:
+            if abs(since_boot_s(p) - ct) < 0.05 and p.status() != psutil.STATUS_ZOMBIE:
                 left.append((pid, p.cmdline()[:3]))
         except psutil.NoSuchProcess:
             pass

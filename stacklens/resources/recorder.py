@@ -117,7 +117,10 @@ class ResourceRecorder:
             try:
                 with p.oneshot():
                     ct = p.cpu_times()
-                    cpu[(p.pid, p.create_time())] = ct.user + ct.system
+                    # keyed by the start since boot: psutil's wall-clock start time adds
+                    # the kernel's btime, which can step by 1 s between two samples (proc(5))
+                    cpu[(p.pid, round(p.create_time() - psutil.boot_time(), 3))] = (
+                        ct.user + ct.system)
                     rss += p.memory_info().rss
                     threads += p.num_threads()
                     conns += len(p.net_connections(kind="inet"))
