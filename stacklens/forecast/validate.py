@@ -15,9 +15,8 @@ to the ``k``-th highest of the ``n`` values covers it with probability ``1 - 2 *
 2003, section 7.1). The range taken is the narrowest such interval of at least
 :data:`MEDIAN_CI` coverage, or min..max (``k = 1``, ``1 - 2 * 0.5**n``) when none reaches it:
 93.75 % for five runs, the 2nd to the 9th of ten at 97.85 %. :func:`render` marks a prediction
-outside it, which
-differs from the lab's median at that confidence, apart from one inside it, which the runs'
-own spread does not separate from the median. The coverage holds for runs drawn alike and
+outside it, which differs from the lab's median at that confidence, apart from one inside it,
+which the runs' own spread does not separate from the median. The coverage holds for runs drawn alike and
 independently; a machine that drifts during a campaign (session 34's runs: later rounds
 slower at both sizes) breaks that, and its range then mixes the machine's states.
 """
@@ -100,8 +99,8 @@ def median_metrics(runs: list[dict[str, float | None]]
     med = {k: statistics.median(v) if v else None for k, v in by.items()}
     rng: dict[str, tuple[float, float] | None] = {}
     for key, v in by.items():
-        r = median_rank(len(v))[0] if v else 1
-        rng[key] = (v[r - 1], v[-r]) if v else None
+        k = median_rank(len(v))[0]
+        rng[key] = (v[k - 1], v[-k]) if v else None
     return med, rng
 
 
@@ -229,9 +228,8 @@ def render(rows: list[dict[str, Any]], target_pct: float = TARGET_PCT,
                      f"{('-' if e is None else f'{e:+.0f}%'):>9}"
                      f"{span(r, 'measured_min', 'measured_max', ranged)}"
                      f"{span(r, 'predicted_p10', 'predicted_p90', seeded)}{mark}")
-    conf = median_confidence(runs) if ranged and runs else None
-    if conf is not None and runs is not None:
-        k = median_rank(runs)[0]
+    k, conf = median_rank(runs) if ranged and runs else (1, None)
+    if conf is not None:
         which = "min..max" if k == 1 else f"the {_nth(k)} lowest..{_nth(k)} highest"
         lines.append(f"measured range: {which} of {runs} runs, a {conf:.1%} confidence "
                      "interval of their median (order statistics); a prediction outside it "

@@ -65,7 +65,7 @@ class ResourceRecorder:
         self.interval_s, self.children, self.max_samples = interval_s, children, max_samples
         self._clock = clock
         self._procs: dict[int, psutil.Process | None] = {}
-        # per target: {(pid, create_time): cpu seconds} at the previous sample, and its time
+        # per target: {(pid, start s since boot): cpu seconds} at the previous sample, and its time
         self._cpu_prev: dict[int, tuple[float, dict[tuple[int, float], float]]] = {}
         self._rows: list[dict[str, Any]] = []
         self._host_prev: tuple[float, float] | None = None  # (monotonic s, busy CPU s)
